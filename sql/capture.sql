@@ -1,0 +1,123 @@
+-- Capture (SPEC §4–§7): a trigger on task_session_messages that turns each qualifying message write into
+-- one upsert of task_session_subagents.
+--
+-- Data flow: WHEN prefilter -> parse metadata -> derive_subagent_row (derive.sql) -> one
+-- INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge (SPEC §6). There is no
+-- read-then-write, so concurrent writers of one key converge on one row in any commit order.
+--
+-- Never breaks the message write: everything after the WHEN clause runs inside one EXCEPTION block.
+-- Unparseable metadata simply does not qualify. Any fault in the write (constraint, lock timeout,
+-- deadlock, privilege, dropped or altered table) is reported with RAISE WARNING, recorded in
+-- subagent_context_failures, and the message write goes on. Cost: the block is a subtransaction; when
+-- the upsert writes, it takes a subtransaction id, so more than 64 captured subagent writes in one
+-- transaction overflow the backend's subxid cache (see docs/bulk-loads.md).
+--
+-- SECURITY DEFINER: writers of messages need no privilege on the subagent table. search_path is pinned
+-- here, once; the per-row helpers stay inlinable and are parsed under this path.
+
+CREATE OR REPLACE FUNCTION @extschema@.capture_subagent_message()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $capture$
+DECLARE
+  doc           jsonb;
+  call_execution text;
+  call_id        text;
+  anomalous     boolean := false;
+  parsed        boolean := false;
+  fault_state   text;
+  fault_message text;
+  fault_detail  text;
+BEGIN
+  BEGIN
+    doc := NEW.metadata::jsonb;
+    parsed := true;
+    IF NOT @extschema@.subagent_qualifies(doc) THEN
+      RETURN NULL;
+    END IF;
+    PERFORM nextval('@extschema@.subagent_context_attempted_seq');
+    IF NOT @extschema@.subagent_has_identity(NEW.task_session_id, NEW.task_id, doc) THEN
+      PERFORM nextval('@extschema@.subagent_context_skipped_no_identity_seq');
+      RETURN NULL;
+    END IF;
+    call_id := @extschema@.subagent_text(doc -> 'tool_call_id');
+    anomalous := @extschema@.subagent_has_anomaly(doc);
+    call_execution := @extschema@.subagent_execution_id(doc,
+                      current_setting('subagent_context.agent_execution_id', true));
+
+    INSERT INTO @extschema@.task_session_subagents AS s (
+      id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
+      parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
+      agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
+      source, observed_at, settled_at, updated_at)
+    SELECT gen_random_uuid()::text, d.task_session_id, d.task_id, d.turn_id, d.tool_call_id, d.agent_execution_id,
+           d.parent_tool_call_id, d.subagent_type, d.description, d.agent_id, d.child_session_id, d.model,
+           d.agent_status, d.tool_status, d.is_async, d.total_tokens, d.tool_use_count, d.duration_ms,
+           'live', d.observed_at, d.settled_at, d.updated_at
+      FROM @extschema@.derive_subagent_row(
+             NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
+             coalesce(NEW.created_at, clock_timestamp() AT TIME ZONE 'UTC'),
+             coalesce(NEW.updated_at, clock_timestamp() AT TIME ZONE 'UTC'),
+             call_execution) AS d
+    ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
+      -- id, task_id, agent_execution_id, source, observed_at: never changed.
+      turn_id             = coalesce(s.turn_id, EXCLUDED.turn_id),
+      parent_tool_call_id = coalesce(EXCLUDED.parent_tool_call_id, s.parent_tool_call_id),
+      subagent_type       = coalesce(EXCLUDED.subagent_type, s.subagent_type),
+      description         = coalesce(EXCLUDED.description, s.description),
+      agent_id            = coalesce(EXCLUDED.agent_id, s.agent_id),
+      child_session_id    = coalesce(EXCLUDED.child_session_id, s.child_session_id),
+      model               = coalesce(EXCLUDED.model, s.model),
+      agent_status        = coalesce(EXCLUDED.agent_status, s.agent_status),
+      total_tokens        = coalesce(EXCLUDED.total_tokens, s.total_tokens),
+      tool_use_count      = coalesce(EXCLUDED.tool_use_count, s.tool_use_count),
+      duration_ms         = coalesce(EXCLUDED.duration_ms, s.duration_ms),
+      tool_status         = CASE WHEN s.settled_at IS NOT NULL THEN s.tool_status
+                                 ELSE coalesce(EXCLUDED.tool_status, s.tool_status) END,
+      settled_at          = coalesce(s.settled_at, EXCLUDED.settled_at),
+      is_async            = greatest(s.is_async, EXCLUDED.is_async),
+      updated_at          = greatest(s.updated_at, EXCLUDED.updated_at);
+
+    PERFORM nextval('@extschema@.subagent_context_persisted_seq');
+    IF call_execution = 'unknown' THEN
+      PERFORM nextval('@extschema@.subagent_context_unknown_execution_seq');
+    END IF;
+    IF anomalous THEN
+      PERFORM nextval('@extschema@.subagent_context_anomalous_value_seq');
+    END IF;
+  EXCEPTION WHEN OTHERS THEN
+    IF NOT parsed THEN
+      RETURN NULL;  -- metadata is not JSON (or not representable as jsonb): not a subagent call
+    END IF;
+    GET STACKED DIAGNOSTICS fault_state = RETURNED_SQLSTATE, fault_message = MESSAGE_TEXT,
+                            fault_detail = PG_EXCEPTION_DETAIL;
+    RAISE WARNING 'subagent-context: capture failed for session %, tool call % (SQLSTATE %): %',
+      NEW.task_session_id, coalesce(call_id, '?'), fault_state, fault_message;
+    BEGIN
+      PERFORM nextval('@extschema@.subagent_context_failed_seq');
+      IF anomalous THEN
+        PERFORM nextval('@extschema@.subagent_context_anomalous_value_seq');
+      END IF;
+      INSERT INTO @extschema@.subagent_context_failures
+        (task_session_id, tool_call_id, message_id, agent_execution_id, sqlstate, message, detail)
+      VALUES (NEW.task_session_id, call_id, NEW.id, call_execution, fault_state, fault_message,
+              nullif(fault_detail, ''));
+    EXCEPTION WHEN OTHERS THEN
+      RAISE WARNING 'subagent-context: could not record that failure either (SQLSTATE %): %', SQLSTATE, SQLERRM;
+    END;
+  END;
+  RETURN NULL;
+END
+$capture$;
+
+REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
+
+-- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
+-- It must equal subagent_may_qualify() (derive.sql); a test checks that they agree.
+CREATE OR REPLACE TRIGGER subagent_context_capture
+  AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
+  FOR EACH ROW
+  WHEN (strpos(NEW.metadata, 'subagent_task') > 0 OR strpos(NEW.metadata, E'\\u') > 0)
+  EXECUTE FUNCTION @extschema@.capture_subagent_message();

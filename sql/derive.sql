@@ -1,0 +1,120 @@
+-- Derivation (SPEC §4): message row -> task_session_subagents values.
+--
+-- Pure functions, shared by the capture trigger, the backfill and the repair, so that live capture and
+-- history can never disagree. Every per-row helper is a one-expression LANGUAGE sql function with no SET
+-- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining and
+-- cost ~4 µs a call). Callers pin search_path; that is why the bodies may name built-ins unqualified.
+
+-- Cheap textual prefilter: can this metadata possibly qualify? Used to skip parsing history rows.
+-- The trigger's WHEN clause carries the same expression literally (a WHEN clause must not depend on
+-- EXECUTE privileges an operator may revoke). A JSON \u escape could spell "subagent_task", so any
+-- escape also passes the filter; the parse decides.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_may_qualify(metadata text)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0 $$;
+
+-- Does a parsed metadata document describe a subagent call?
+CREATE OR REPLACE FUNCTION @extschema@.subagent_qualifies(doc jsonb)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT coalesce(doc -> 'normalized' ->> 'kind' = 'subagent_task', false) $$;
+
+-- A text field: a non-empty JSON string, else NULL ('' -> NULL; numbers, objects ... -> NULL).
+CREATE OR REPLACE FUNCTION @extschema@.subagent_text(v jsonb)
+RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN jsonb_typeof(v) = 'string' THEN nullif(v #>> '{}', '') END $$;
+
+-- A count: a JSON integer in [0, bigint max], else NULL. Strings, fractions (1.5, 2.0), booleans,
+-- objects and out-of-range numbers (1e30) are not counts. jsonb stores 1e2 as 100, so it counts.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_count(v jsonb)
+RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT CASE WHEN jsonb_typeof(v) = 'number'
+               AND scale(v::numeric) = 0
+               AND v::numeric BETWEEN 0 AND 9223372036854775807
+              THEN v::numeric::bigint END
+$$;
+
+-- Reported but unusable: present, not JSON null, and not a count (negative, malformed, too big).
+CREATE OR REPLACE FUNCTION @extschema@.subagent_metric_is_anomalous(v jsonb)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT coalesce(jsonb_typeof(v) <> 'null', false) AND @extschema@.subagent_count(v) IS NULL $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.subagent_has_anomaly(doc jsonb)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT @extschema@.subagent_metric_is_anomalous(doc #> '{normalized,subagent_task,total_tokens}')
+      OR @extschema@.subagent_metric_is_anomalous(doc #> '{normalized,subagent_task,tool_use_count}')
+      OR @extschema@.subagent_metric_is_anomalous(doc #> '{normalized,subagent_task,duration_ms}')
+$$;
+
+-- The terminal ACP tool-call statuses: exact and case-sensitive. The one owner of this set; a test
+-- pins it to the TypeScript constant TERMINAL_TOOL_STATUSES.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_is_terminal_status(tool_status text)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT coalesce(tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled'), false) $$;
+
+-- is_async: JSON true, 1 or "true" -> 1; anything else -> 0.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_flag(v jsonb)
+RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN v::text IN ('true', '1', '"true"') THEN 1 ELSE 0 END $$;
+
+-- Identity complete? session, task and top-level tool_call_id all non-empty (SPEC §4).
+CREATE OR REPLACE FUNCTION @extschema@.subagent_has_identity(task_session_id text, task_id text, doc jsonb)
+RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT nullif(task_session_id, '') IS NOT NULL
+     AND nullif(task_id, '') IS NOT NULL
+     AND @extschema@.subagent_text(doc -> 'tool_call_id') IS NOT NULL
+$$;
+
+-- Execution identity (SPEC §5): metadata first, then the transaction-local setting, else 'unknown'.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_execution_id(doc jsonb, setting text)
+RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT coalesce(@extschema@.subagent_text(doc -> 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
+
+-- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
+-- source are the writer's). Named once so derivation and history share it.
+DO $type$
+BEGIN
+  IF to_regtype('@extschema@.subagent_row') IS NULL THEN
+    CREATE TYPE @extschema@.subagent_row AS (
+      task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
+      parent_tool_call_id text, subagent_type text, description text, agent_id text,
+      child_session_id text, model text, agent_status text, tool_status text, is_async integer,
+      total_tokens bigint, tool_use_count bigint, duration_ms bigint,
+      observed_at timestamp, settled_at timestamp, updated_at timestamp);
+  END IF;
+END
+$type$;
+
+-- The derived row of one message write: one row when the document qualifies and the identity is
+-- complete, none otherwise. Times come in already defaulted by the caller (a pure function cannot read
+-- the clock); execution_id comes in resolved (the trigger and the history paths resolve it differently).
+CREATE OR REPLACE FUNCTION @extschema@.derive_subagent_row(
+  message_session_id text, message_task_id text, message_turn_id text, doc jsonb,
+  message_created_at timestamp, message_updated_at timestamp, execution_id text)
+RETURNS SETOF @extschema@.subagent_row
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT $1, $2, nullif($3, ''),
+         @extschema@.subagent_text($4 -> 'tool_call_id'),
+         $7,
+         @extschema@.subagent_text($4 -> 'parent_tool_call_id'),
+         @extschema@.subagent_text(st -> 'subagent_type'),
+         @extschema@.subagent_text(st -> 'description'),
+         @extschema@.subagent_text(st -> 'agent_id'),
+         @extschema@.subagent_text(st -> 'child_session_id'),
+         @extschema@.subagent_text(st -> 'model'),
+         @extschema@.subagent_text(st -> 'status'),
+         @extschema@.subagent_text($4 -> 'status'),
+         @extschema@.subagent_flag(st -> 'is_async'),
+         nullif(@extschema@.subagent_count(st -> 'total_tokens'), 0),
+         @extschema@.subagent_count(st -> 'tool_use_count'),
+         nullif(@extschema@.subagent_count(st -> 'duration_ms'), 0),
+         $5,
+         CASE WHEN @extschema@.subagent_is_terminal_status(@extschema@.subagent_text($4 -> 'status')) THEN $6 END,
+         $6
+    FROM (SELECT $4 #> '{normalized,subagent_task}' AS st) AS s
+   WHERE @extschema@.subagent_qualifies($4)
+     AND @extschema@.subagent_has_identity($1, $2, $4)
+$$;

@@ -1,0 +1,16 @@
+-- subagent_context_failures: every capture write that raised, caught so the message write could commit
+-- (SPEC §7). Operators query it; health counts the rows recorded since activation.
+CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_failures (
+  id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  occurred_at        timestamp(6) NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'UTC'),
+  task_session_id    text,
+  tool_call_id       text,
+  message_id         text,
+  agent_execution_id text,
+  sqlstate           text NOT NULL,
+  message            text NOT NULL,
+  detail             text
+);
+CREATE INDEX IF NOT EXISTS subagent_context_failures_occurred_idx
+  ON @extschema@.subagent_context_failures (occurred_at);
+REVOKE ALL ON @extschema@.subagent_context_failures FROM PUBLIC;

@@ -1,0 +1,30 @@
+-- subagent_parse_metadata(text) -> jsonb, or NULL when the text is not JSON that jsonb can hold.
+-- For set-based paths (backfill, health, repair), which cannot catch an error per row. The capture
+-- trigger parses inside its own EXCEPTION block instead and does not use this.
+--
+-- PostgreSQL 16+ can test input without raising (pg_input_is_valid), which keeps this an inlinable SQL
+-- function. PostgreSQL 15 cannot, so there it is a plpgsql function that catches the parse error (a
+-- subtransaction that writes nothing, so it takes no subtransaction id). Both paths run in CI.
+DO $parse$
+BEGIN
+  IF current_setting('server_version_num')::int >= 160000 THEN
+    EXECUTE $fn$
+      CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
+      RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE
+      AS $body$ SELECT CASE WHEN pg_input_is_valid(metadata, 'jsonb') THEN metadata::jsonb END $body$
+    $fn$;
+  ELSE
+    EXECUTE $fn$
+      CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
+      RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+      AS $body$
+      BEGIN
+        RETURN metadata::jsonb;
+      EXCEPTION WHEN OTHERS THEN
+        RETURN NULL;
+      END
+      $body$
+    $fn$;
+  END IF;
+END
+$parse$;

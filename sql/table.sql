@@ -1,0 +1,123 @@
+-- task_session_subagents: one row per subagent invocation (SPEC §3).
+-- Creates the table, or adopts an existing one: an identical table as it is, kandev >= 0.89's own table
+-- after widening its integer metrics to bigint. Any other shape stops the installation with an error that
+-- names the difference; the error aborts the migration's transaction, so nothing is changed.
+
+DO $install$
+DECLARE
+  target regclass := to_regclass('@extschema@.task_session_subagents');
+  expected constant text[][] := ARRAY[
+    -- column, type, NOT NULL?
+    ['id',                  'text',                        'true'],
+    ['task_session_id',     'text',                        'true'],
+    ['task_id',             'text',                        'true'],
+    ['turn_id',             'text',                        'false'],
+    ['tool_call_id',        'text',                        'true'],
+    ['agent_execution_id',  'text',                        'true'],
+    ['parent_tool_call_id', 'text',                        'false'],
+    ['subagent_type',       'text',                        'false'],
+    ['description',         'text',                        'false'],
+    ['agent_id',            'text',                        'false'],
+    ['child_session_id',    'text',                        'false'],
+    ['model',               'text',                        'false'],
+    ['agent_status',        'text',                        'false'],
+    ['tool_status',         'text',                        'false'],
+    ['is_async',            'integer',                     'true'],
+    ['total_tokens',        'bigint',                      'false'],
+    ['tool_use_count',      'bigint',                      'false'],
+    ['duration_ms',         'bigint',                      'false'],
+    ['source',              'text',                        'true'],
+    ['observed_at',         'timestamp without time zone', 'true'],
+    ['settled_at',          'timestamp without time zone', 'false'],
+    ['updated_at',          'timestamp without time zone', 'true']];
+  col text[];
+  found_type text;
+  found_notnull boolean;
+  problems text[] := '{}';
+  widen text[] := '{}';
+BEGIN
+  IF target IS NULL THEN
+    CREATE TABLE @extschema@.task_session_subagents (
+      id                  text PRIMARY KEY,
+      task_session_id     text NOT NULL REFERENCES @extschema@.task_sessions (id) ON DELETE CASCADE,
+      task_id             text NOT NULL,
+      turn_id             text,            -- no FK: the record outlives its turn
+      tool_call_id        text NOT NULL,
+      agent_execution_id  text NOT NULL,   -- no FK; 'unknown' when the host does not say (SPEC §5)
+      parent_tool_call_id text,
+      subagent_type       text,
+      description         text,
+      agent_id            text,
+      child_session_id    text,
+      model               text,
+      agent_status        text,
+      tool_status         text,
+      is_async            integer NOT NULL DEFAULT 0,
+      total_tokens        bigint,          -- NULL = not reported, never 0 by default
+      tool_use_count      bigint,
+      duration_ms         bigint,
+      source              text NOT NULL DEFAULT 'live',
+      observed_at         timestamp(6) NOT NULL,
+      settled_at          timestamp(6),
+      updated_at          timestamp(6) NOT NULL,
+      CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)
+    ) WITH (fillfactor = 90);  -- room on the page keeps the frequent merge updates HOT
+    RETURN;
+  END IF;
+
+  FOREACH col SLICE 1 IN ARRAY expected LOOP
+    SELECT format_type(a.atttypid, NULL), a.attnotnull INTO found_type, found_notnull
+      FROM pg_attribute a
+     WHERE a.attrelid = target AND a.attname = col[1] AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+      problems := problems || format('column %s is missing', col[1]);
+    ELSIF found_type = 'integer' AND col[2] = 'bigint' THEN
+      widen := widen || col[1];          -- kandev >= 0.89 declares the metrics as integer
+    ELSIF found_type <> col[2] THEN
+      problems := problems || format('column %s is %s, expected %s', col[1], found_type, col[2]);
+    ELSIF found_notnull <> col[3]::boolean THEN
+      problems := problems || format('column %s is %s, expected %s', col[1],
+        CASE WHEN found_notnull THEN 'NOT NULL' ELSE 'nullable' END,
+        CASE WHEN col[3]::boolean THEN 'NOT NULL' ELSE 'nullable' END);
+    END IF;
+  END LOOP;
+
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_index i
+     WHERE i.indrelid = target AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+       AND i.indnkeyatts = 3
+       AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
+              FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+              JOIN pg_attribute a ON a.attrelid = target AND a.attnum = k.attnum)
+           = ARRAY['task_session_id', 'agent_execution_id', 'tool_call_id']) THEN
+    problems := problems || 'unique key (task_session_id, agent_execution_id, tool_call_id) is missing'::text;
+  END IF;
+
+  IF cardinality(problems) > 0 THEN
+    RAISE EXCEPTION 'subagent-context: existing table %.task_session_subagents has a different shape; nothing was changed',
+      '@extschema@'
+      USING DETAIL = array_to_string(problems, '; '),
+            HINT = 'Rename or drop that table, or make it match SPEC §3, then install again.',
+            ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+
+  IF cardinality(widen) > 0 THEN
+    EXECUTE format('ALTER TABLE @extschema@.task_session_subagents %s',
+      (SELECT string_agg(format('ALTER COLUMN %I TYPE bigint', c), ', ') FROM unnest(widen) AS c));
+    RAISE NOTICE 'subagent-context: adopted the existing task_session_subagents; widened % from integer to bigint',
+      array_to_string(widen, ', ');
+  ELSE
+    RAISE NOTICE 'subagent-context: adopted the existing task_session_subagents unchanged';
+  END IF;
+END
+$install$;
+
+-- The unique key leads with task_session_id, so it serves lookups by session; these cover the rest.
+CREATE INDEX IF NOT EXISTS task_session_subagents_task_idx ON @extschema@.task_session_subagents (task_id);
+CREATE INDEX IF NOT EXISTS task_session_subagents_turn_idx ON @extschema@.task_session_subagents (turn_id);
+-- Health compares rows observed since activation; this keeps the recent window cheap.
+CREATE INDEX IF NOT EXISTS task_session_subagents_observed_idx
+  ON @extschema@.task_session_subagents (observed_at, task_session_id, tool_call_id);
+
+-- Only the capture function (its owner) writes here; writers of messages need no privilege on it.
+REVOKE ALL ON @extschema@.task_session_subagents FROM PUBLIC;

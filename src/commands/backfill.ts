@@ -1,0 +1,33 @@
+import type { Command } from './types.js';
+import { withClient } from '../db.js';
+import { backfill, failIfBackfillFailed } from '../install.js';
+import { printJson, keyValues } from '../output.js';
+
+export const backfillCommand: Command = {
+  name: 'backfill',
+  summary: 'run only the guarded backfill (a no-op once both activation keys exist)',
+  usage: `subagent-context backfill [--database-url URL] [--schema S] [--json]
+
+Derives rows for history written before capture was installed, then writes the activation keys
+subagent_context_capture_since and subagent_context_backfill_through. Does nothing when both keys are
+present; a missing key is computed and written, a present one is never rewritten.
+
+Example:
+  subagent-context backfill --database-url postgres://kandev@db/kandev`,
+  async run(ctx) {
+    return withClient(ctx.databaseUrl, async (client) => {
+      const result = await backfill(client, ctx.schema);
+      if (ctx.json) printJson(result);
+      else {
+        console.log(`backfill: ${result.status}`);
+        console.log(keyValues([
+          ['rows backfilled', String(result.inserted)],
+          ['capture_since', result.capture_since ?? '(absent)'],
+          ['backfill_through', result.backfill_through === '' ? "'' (no history)" : result.backfill_through ?? '(absent)'],
+        ]));
+      }
+      failIfBackfillFailed(result);
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,17 @@
+export interface CommandContext {
+  databaseUrl: string | undefined;
+  schema: string;
+  json: boolean;
+  verbose: boolean;
+  args: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  /** Extra options: name -> parseArgs option config. */
+  options?: Record<string, { type: 'string' | 'boolean'; short?: string }>;
+  run(ctx: CommandContext): Promise<number>;
+}

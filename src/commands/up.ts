@@ -1,0 +1,36 @@
+import type { Command } from './types.js';
+import { withClient } from '../db.js';
+import { failIfBackfillFailed, up } from '../install.js';
+import { printJson, green, keyValues } from '../output.js';
+
+export const upCommand: Command = {
+  name: 'up',
+  summary: 'install or upgrade capture (migrations), then run the guarded backfill',
+  usage: `subagent-context up [--database-url URL] [--schema S] [--json]
+
+Applies the migrations (table, derivation, trigger, health) into the schema that holds kandev's
+tables, then backfills history once and writes the two activation keys. Safe to run again: nothing
+changes once installed and activated; a failed backfill is retried.
+
+Examples:
+  subagent-context up --database-url postgres://kandev@db/kandev
+  DATABASE_URL=postgres://kandev@db/kandev subagent-context up --schema tenant_a`,
+  async run(ctx) {
+    return withClient(ctx.databaseUrl, async (client) => {
+      const result = await up(client, ctx.schema);
+      if (ctx.json) printJson(result);
+      else {
+        console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
+        console.log(`backfill: ${result.backfill.status}`);
+        console.log(keyValues([
+          ['rows backfilled', String(result.backfill.inserted)],
+          ['capture_since', result.backfill.capture_since ?? '(absent)'],
+          ['backfill_through', result.backfill.backfill_through === '' ? "'' (no history)" : result.backfill.backfill_through ?? '(absent)'],
+        ]));
+      }
+      failIfBackfillFailed(result.backfill);
+      if (!ctx.json) console.log(green('installed and activated'));
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,69 @@
+// kandev's side of the database, for the demo, tests and benchmarks: the host tables (a fixture, never
+// a product migration) and message writes shaped like kandev's (SPEC §2).
+import type pg from 'pg';
+import { sqlFile } from './sql.js';
+
+export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: { metadataIndexes?: boolean } = {}) {
+  await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replaceAll('"', '""')}"`);
+  await client.query(sqlFile('fixtures/kandev-host.sql', schema));
+  if (opts.metadataIndexes) await client.query(sqlFile('fixtures/kandev-metadata-indexes.sql', schema));
+}
+
+export interface SubagentFrame {
+  tool_call_id?: string | null;
+  status?: string;
+  parent_tool_call_id?: string;
+  agent_execution_id?: string;
+  subagent?: Record<string, unknown> | null;
+}
+
+/** The metadata text of one subagent tool-call frame. */
+export function subagentMetadata(frame: SubagentFrame): string {
+  const doc: Record<string, unknown> = { title: 'Task' };
+  if (frame.tool_call_id !== undefined) doc.tool_call_id = frame.tool_call_id;
+  if (frame.status !== undefined) doc.status = frame.status;
+  if (frame.parent_tool_call_id !== undefined) doc.parent_tool_call_id = frame.parent_tool_call_id;
+  if (frame.agent_execution_id !== undefined) doc.agent_execution_id = frame.agent_execution_id;
+  const normalized: Record<string, unknown> = { kind: 'subagent_task' };
+  if (frame.subagent !== null) normalized.subagent_task = frame.subagent ?? {};
+  doc.normalized = normalized;
+  return JSON.stringify(doc);
+}
+
+/** Creates a task, a session and a turn (ids derived from `key`); returns their ids. */
+export async function createTurn(client: pg.ClientBase, schema: string, key: string, at = '2026-08-12 09:00:00') {
+  const s = `"${schema.replaceAll('"', '""')}"`;
+  const ids = { task: `task-${key}`, session: `session-${key}`, turn: `turn-${key}` };
+  await client.query(`INSERT INTO ${s}.tasks (id, title, created_at, updated_at) VALUES ($1, $1, $2, $2) ON CONFLICT DO NOTHING`, [ids.task, at]);
+  await client.query(`INSERT INTO ${s}.task_sessions (id, task_id, started_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT DO NOTHING`, [ids.session, ids.task, at]);
+  await client.query(`INSERT INTO ${s}.task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $4, $4) ON CONFLICT DO NOTHING`, [ids.turn, ids.session, ids.task, at]);
+  return ids;
+}
+
+export interface MessageWrite {
+  id: string;
+  session: string;
+  task?: string | null;
+  turn: string;
+  metadata: string | null;
+  created_at?: string;
+  updated_at?: string;
+  type?: string;
+}
+
+/** INSERT a message row (kandev's first write of a tool call). */
+export async function insertMessage(client: pg.ClientBase, schema: string, m: MessageWrite) {
+  const s = `"${schema.replaceAll('"', '""')}"`;
+  await client.query(
+    `INSERT INTO ${s}.task_session_messages
+       (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, 'agent', '', $5, $6, $7, $8)`,
+    [m.id, m.session, m.task ?? null, m.turn, m.type ?? 'tool_call', m.metadata,
+     m.created_at ?? '2026-08-12 09:00:00', m.updated_at ?? m.created_at ?? '2026-08-12 09:00:00']);
+}
+
+/** UPDATE a message row in place (every later frame rewrites the whole metadata). */
+export async function updateMessage(client: pg.ClientBase, schema: string, id: string, metadata: string | null, updatedAt: string) {
+  const s = `"${schema.replaceAll('"', '""')}"`;
+  await client.query(`UPDATE ${s}.task_session_messages SET metadata = $2, updated_at = $3 WHERE id = $1`, [id, metadata, updatedAt]);
+}

@@ -1,0 +1,77 @@
+// A fresh database per test file, with kandev's host tables, and helpers to install capture into it.
+import { inject, afterAll } from 'vitest';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { createHostTables } from '../../src/host.js';
+import { migrate, up } from '../../src/install.js';
+
+// Exact, time-zone-independent values: timestamps (UTC wall-clock in the host) as the text Postgres
+// prints, bigint as BigInt.
+pg.types.setTypeParser(1114, (v: string) => v);
+pg.types.setTypeParser(20, (v: string) => BigInt(v));
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  pool: pg.Pool;
+  /** A new dedicated connection (closed automatically at the end of the file). */
+  connect(): Promise<pg.Client>;
+  /** Host tables (+ kandev's metadata expression indexes when asked) in `schema`. */
+  createHost(schema?: string, opts?: { metadataIndexes?: boolean }): Promise<void>;
+  /** Migrations only (no backfill), as the product installs. */
+  install(schema?: string): Promise<void>;
+  /** `subagent-context up`: migrations and the guarded backfill. */
+  up(schema?: string): ReturnType<typeof up>;
+  query<T extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<T>>;
+}
+
+export function urlFor(adminUrl: string, database: string): string {
+  const u = new URL(adminUrl);
+  u.pathname = '/' + database;
+  return u.toString();
+}
+
+/** Creates the database now (top-level await in the test file) and drops it after the file. */
+export async function freshDatabase(label = 'test'): Promise<TestDatabase> {
+  const adminUrl = inject('adminUrl');
+  const name = `sc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client(adminUrl);
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = urlFor(adminUrl, name);
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  pool.on('error', () => {});
+  const clients: pg.Client[] = [];
+
+  async function connect() {
+    const c = new pg.Client(url);
+    c.on('error', () => {});
+    await c.connect();
+    clients.push(c);
+    return c;
+  }
+
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.end().catch(() => {})));
+    await pool.end();
+    const a = new pg.Client(adminUrl);
+    await a.connect();
+    await a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await a.end();
+  });
+
+  const withOne = async <T>(fn: (c: pg.Client) => Promise<T>) => {
+    const c = new pg.Client(url);
+    await c.connect();
+    try { return await fn(c); } finally { await c.end(); }
+  };
+
+  return {
+    url, name, pool, connect,
+    createHost: (schema = 'public', opts = {}) => withOne((c) => createHostTables(c, schema, opts)),
+    install: (schema = 'public') => withOne(async (c) => { await migrate(c, schema, 'up', 1); }),
+    up: (schema = 'public') => withOne((c) => up(c, schema)),
+    query: (text, values) => pool.query(text, values as any[]),
+  };
+}
