@@ -1,0 +1,14 @@
+// Values the SQL and the TypeScript side must agree on.
+
+/**
+ * ACP tool-call statuses that settle a subagent row (SPEC §4): exact and case-sensitive.
+ * SQL owns the set (subagent_is_terminal_status in sql/derive.sql); test/terminal-status.test.ts pins
+ * this constant to it, so code that reads rows can classify statuses without a round trip.
+ */
+export const TERMINAL_TOOL_STATUSES = ['complete', 'completed', 'success', 'error', 'failed', 'cancelled'] as const;
+
+export type TerminalToolStatus = (typeof TERMINAL_TOOL_STATUSES)[number];
+
+export function isTerminalToolStatus(status: string | null | undefined): status is TerminalToolStatus {
+  return (TERMINAL_TOOL_STATUSES as readonly string[]).includes(status as string);
+}
