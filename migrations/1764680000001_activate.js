@@ -2,12 +2,22 @@
 // Runs outside the install transaction: node-pg-migrate commits the installed trigger first, so message
 // writers are blocked only by the short install, never by a long backfill, and a failing backfill
 // (reported as a WARNING, retried by `subagent-context up` or `backfill`) cannot undo the trigger.
+//
+// `subagent-context up` sets subagent_context.backfill_by = 'cli' in its session and runs the backfill
+// itself right after the migrations, so it can report the rows it stored and show progress; plain
+// node-pg-migrate never sets it and gets the backfill here.
 import { targetSchema, quoteIdent } from './lib/sql.js';
 
 export async function up(pgm) {
   const schema = await targetSchema(pgm);
   pgm.noTransaction();
-  pgm.sql(`SELECT status FROM ${quoteIdent(schema)}.subagent_context_backfill()`);
+  pgm.sql(`DO $activate$
+BEGIN
+  IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN
+    PERFORM ${quoteIdent(schema)}.subagent_context_backfill();
+  END IF;
+END
+$activate$`);
 }
 
 export async function down(pgm) {

@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
 import { quoteIdent } from './sql.js';
+import { startProgress, type Progress, type ProgressStream } from './progress.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -35,18 +36,56 @@ export interface BackfillResult {
   failure: string | null;
 }
 
-/** The guarded backfill (sql/backfill.sql), as one statement: its own transaction. */
-export async function backfill(client: pg.Client, schema: string): Promise<BackfillResult> {
+/** How much history the backfill scans: the planner's row estimate for task_session_messages. */
+export async function historyEstimate(client: pg.Client, schema: string): Promise<{ rows: number | null; size: string }> {
   const { rows } = await client.query(
-    `SELECT status, inserted::float8 AS inserted, capture_since, backfill_through, failure
-       FROM ${quoteIdent(schema)}.subagent_context_backfill()`);
-  return rows[0] as BackfillResult;
+    `SELECT c.reltuples::float8 AS rows, pg_size_pretty(pg_table_size(c.oid)) AS size
+       FROM pg_class AS c WHERE c.oid = to_regclass(format('%I.task_session_messages', $1::text))`, [schema]);
+  if (rows.length === 0) return { rows: null, size: '?' };
+  // reltuples is -1 until the table was first vacuumed or analyzed.
+  return { rows: rows[0].rows >= 0 ? Math.round(rows[0].rows) : null, size: rows[0].size };
 }
 
-/** Migrations, then the guarded backfill (a no-op once activated, a retry after a failed one). */
-export async function up(client: pg.Client, schema: string) {
-  const applied = await migrate(client, schema, 'up');
-  const result = await backfill(client, schema);
+export interface BackfillOptions {
+  /** Where to show progress while the statement runs; shown only when it is a TTY. */
+  progress?: ProgressStream;
+}
+
+/** The guarded backfill (sql/backfill.sql), as one statement: its own transaction. */
+export async function backfill(client: pg.Client, schema: string, opts: BackfillOptions = {}): Promise<BackfillResult> {
+  let progress: Progress | undefined;
+  if (opts.progress?.isTTY) {
+    const estimate = await historyEstimate(client, schema);
+    const what = estimate.rows === null ? `${estimate.size} of messages` : `~${estimate.rows.toLocaleString('en-US')} messages (${estimate.size})`;
+    progress = startProgress(opts.progress, `backfill: scanning ${what} for subagent history`);
+  }
+  try {
+    const { rows } = await client.query(
+      `SELECT status, inserted::float8 AS inserted, capture_since, backfill_through, failure
+         FROM ${quoteIdent(schema)}.subagent_context_backfill()`);
+    const result = rows[0] as BackfillResult;
+    progress?.stop(`backfill: ${result.status}, ${result.inserted} row${result.inserted === 1 ? '' : 's'} stored`);
+    return result;
+  } catch (err) {
+    progress?.stop();
+    throw err;
+  }
+}
+
+/**
+ * Migrations, then the guarded backfill (a no-op once activated, a retry after a failed one). The
+ * activation migration leaves the backfill to this call (subagent_context.backfill_by = 'cli'), so
+ * the result says how many rows it stored, and progress can be shown while it runs.
+ */
+export async function up(client: pg.Client, schema: string, opts: BackfillOptions = {}) {
+  await client.query(`SET subagent_context.backfill_by = 'cli'`);
+  let applied;
+  try {
+    applied = await migrate(client, schema, 'up');
+  } finally {
+    await client.query('RESET subagent_context.backfill_by').catch(() => {});
+  }
+  const result = await backfill(client, schema, opts);
   return { applied: applied.map((m) => m.name), backfill: result };
 }
 

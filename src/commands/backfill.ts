@@ -16,7 +16,7 @@ Example:
   subagent-context backfill --database-url postgres://kandev@db/kandev`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const result = await backfill(client, ctx.schema);
+      const result = await backfill(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr });
       if (ctx.json) printJson(result);
       else {
         console.log(`backfill: ${result.status}`);

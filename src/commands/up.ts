@@ -17,7 +17,7 @@ Examples:
   DATABASE_URL=postgres://kandev@db/kandev subagent-context up --schema tenant_a`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const result = await up(client, ctx.schema);
+      const result = await up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr });
       if (ctx.json) printJson(result);
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
