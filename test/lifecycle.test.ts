@@ -1,0 +1,274 @@
+// Lifecycle: uninstall (plain node-pg-migrate down, and `subagent-context uninstall [--drop-data]`),
+// reinstall, adopting kandev's own table, and upgrading to a later migration over live data.
+// Each scenario runs in its own schema of one database, so they cannot see each other.
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { runner } from 'node-pg-migrate';
+import { freshDatabase } from './helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { uninstallCommand } from '../src/commands/uninstall.js';
+import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
+
+const db = await freshDatabase('lifecycle');
+const pool = db.pool as any;
+const run = promisify(execFile);
+
+/** What an installation leaves in a schema, by kind. */
+async function installed(schema: string) {
+  const q = async (sql: string) => (await db.query(sql, [schema])).rows.map((r) => r.name as string).sort();
+  return {
+    trigger: await q(`SELECT t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND NOT t.tgisinternal`),
+    functions: await q(`SELECT p.proname AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                         WHERE n.nspname = $1`),
+    sequences: await q(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE n.nspname = $1 AND c.relkind = 'S' AND c.relname LIKE 'subagent_context%'
+                           AND NOT c.relname IN ('subagent_context_failures_id_seq', 'subagent_context_migrations_id_seq')`),
+    // node-pg-migrate's bookkeeping table stays (empty) after a full down; a reinstall reuses it.
+    migrations: (await db.query(`SELECT name FROM ${quote(schema)}.${MIGRATIONS_TABLE} ORDER BY name`)).rows
+      .map((r) => r.name as string),
+    types: await q(`SELECT t.typname AS name FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+                     WHERE n.nspname = $1 AND t.typname = 'subagent_row'`),
+    tables: await q(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = $1 AND c.relkind = 'r'
+                        AND c.relname IN ('task_session_subagents', 'subagent_context_failures')`),
+    keys: (await db.query(`SELECT key FROM ${quote(schema)}.kandev_meta WHERE key LIKE 'subagent_context%' ORDER BY key`))
+      .rows.map((r) => r.key as string),
+  };
+}
+
+const quote = (s: string) => `"${s.replaceAll('"', '""')}"`;
+
+/** One subagent call written as kandev does (INSERT pending, UPDATE completed). */
+async function writeCall(schema: string, key: string, tokens: number, at = '2026-08-12 09:00:00') {
+  const t = await createTurn(pool, schema, key, at);
+  await insertMessage(pool, schema, {
+    id: `msg-${key}`, session: t.session, task: t.task, turn: t.turn, created_at: at, updated_at: at,
+    metadata: subagentMetadata({ tool_call_id: `toolu_${key}`, status: 'pending', subagent: { subagent_type: 'explorer' } }),
+  });
+  await updateMessage(pool, schema, `msg-${key}`, subagentMetadata({
+    tool_call_id: `toolu_${key}`, status: 'completed',
+    subagent: { subagent_type: 'explorer', status: 'completed', total_tokens: tokens },
+  }), at.replace(':00:00', ':00:05'));
+  return t;
+}
+
+async function rows(schema: string) {
+  const { rows } = await db.query(
+    `SELECT id, tool_call_id, agent_execution_id, source, total_tokens, tool_status
+       FROM ${quote(schema)}.task_session_subagents ORDER BY tool_call_id, agent_execution_id`);
+  return rows;
+}
+
+async function health(schema: string) {
+  return (await db.query(`SELECT * FROM ${quote(schema)}.subagent_context_health()`)).rows[0];
+}
+
+function uninstall(schema: string, dropData = false) {
+  return uninstallCommand.run({
+    databaseUrl: db.url, schema, json: false, verbose: false,
+    args: dropData ? { 'drop-data': true } : {}, positionals: [],
+  });
+}
+
+const NOTHING_INSTALLED = { trigger: [], functions: [], sequences: [], types: [], keys: [], migrations: [] };
+
+describe('plain node-pg-migrate down', () => {
+  const schema = 'lc_pgm_down';
+  const pgm = (...args: string[]) => run(process.execPath, [
+    join(PACKAGE_ROOT, 'node_modules/node-pg-migrate/bin/node-pg-migrate.js'), ...args,
+    '-m', MIGRATIONS_DIR, '-t', MIGRATIONS_TABLE, '-s', schema],
+  { env: { ...process.env, DATABASE_URL: db.url } });
+
+  it('`down` reverts activation only; `down 2` removes trigger, functions, sequences and type, keeps the rows', async () => {
+    await db.createHost(schema);
+    await pgm('up');
+    expect((await health(schema)).activated).toBe(true);
+    await writeCall(schema, 'pgm1', 300);
+    const before = await rows(schema);
+    expect(before).toEqual([expect.objectContaining({ tool_call_id: 'toolu_pgm1', source: 'live', total_tokens: 300n })]);
+
+    await pgm('down');  // the last migration: activation (keys gone, capture still installed)
+    let now = await installed(schema);
+    expect(now.keys).toEqual([]);
+    expect(now.trigger).toEqual(['subagent_context_capture']);
+    expect((await health(schema)).activated).toBe(false);
+
+    await pgm('down', '2');  // what is left: the installation itself
+    now = await installed(schema);
+    expect({ ...now, tables: undefined }).toEqual({ ...NOTHING_INSTALLED, tables: undefined });
+    expect(now.tables).toEqual(['subagent_context_failures', 'task_session_subagents']);
+    expect(await rows(schema)).toEqual(before);
+
+    // Messages still write, and nothing captures them any more.
+    await writeCall(schema, 'pgm2', 400);
+    expect(await rows(schema)).toEqual(before);
+  });
+});
+
+describe('subagent-context uninstall', () => {
+  it('removes trigger, functions and activation keys; keeps rows and failure log; message writes go on uncaptured', async () => {
+    const schema = 'lc_uninstall';
+    await db.createHost(schema);
+    await db.up(schema);
+    await writeCall(schema, 'u1', 100);
+    const before = await rows(schema);
+    expect(before).toHaveLength(1);
+    expect(await uninstall(schema)).toBe(0);
+    const now = await installed(schema);
+    expect({ ...now, tables: undefined }).toEqual({ ...NOTHING_INSTALLED, tables: undefined });
+    expect(now.tables).toEqual(['subagent_context_failures', 'task_session_subagents']);
+    expect(await rows(schema)).toEqual(before);
+    await writeCall(schema, 'u2', 200);
+    expect(await rows(schema)).toEqual(before);
+    // Uninstalling twice is harmless.
+    expect(await uninstall(schema)).toBe(0);
+  });
+
+  it('--drop-data also drops the rows and the failure log, and nothing of kandev', async () => {
+    const schema = 'lc_drop';
+    await db.createHost(schema);
+    await db.up(schema);
+    await writeCall(schema, 'd1', 100);
+    expect(await uninstall(schema, true)).toBe(0);
+    expect(await installed(schema)).toEqual({ ...NOTHING_INSTALLED, tables: [] });
+    const { rows: host } = await db.query(
+      `SELECT (SELECT count(*) FROM ${quote(schema)}.task_session_messages) AS messages,
+              (SELECT count(*) FROM ${quote(schema)}.task_sessions) AS sessions`);
+    expect(host[0]).toEqual({ messages: 1n, sessions: 1n });
+  });
+
+  it('reinstall after uninstall resumes capture: the gap is backfilled, nothing is duplicated, health is clean', async () => {
+    const schema = 'lc_reinstall';
+    await db.createHost(schema);
+    await db.up(schema);
+    await writeCall(schema, 'r1', 100);
+    const [first] = await rows(schema);
+    expect(await uninstall(schema)).toBe(0);
+    // Written while nothing captured: a new call, and a new frame of the old call.
+    await writeCall(schema, 'r2', 200, '2026-08-12 10:00:00');
+    await updateMessage(pool, schema, 'msg-r1', subagentMetadata({
+      tool_call_id: 'toolu_r1', status: 'completed', subagent: { status: 'completed', total_tokens: 150 },
+    }), '2026-08-12 10:30:00');
+
+    const result = await db.up(schema);
+    expect(result.backfill).toMatchObject({ status: 'activated', inserted: 1 });
+    // The stored row wins over history (SPEC §8: a live row always survives the backfill) ...
+    expect(await rows(schema)).toEqual([
+      { ...first },
+      expect.objectContaining({ tool_call_id: 'toolu_r2', agent_execution_id: 'unknown', source: 'backfill', total_tokens: 200n }),
+    ]);
+    // ... and live capture merges into it again, on the same row.
+    await updateMessage(pool, schema, 'msg-r1', subagentMetadata({
+      tool_call_id: 'toolu_r1', status: 'completed', subagent: { status: 'completed', total_tokens: 175 },
+    }), '2026-08-12 11:00:00');
+    await writeCall(schema, 'r3', 300, '2026-08-12 12:00:00');
+    const after = await rows(schema);
+    expect(after.map((r) => [r.tool_call_id, r.source, r.total_tokens])).toEqual([
+      ['toolu_r1', 'live', 175n], ['toolu_r2', 'backfill', 200n], ['toolu_r3', 'live', 300n]]);
+    expect(after[0].id).toBe(first.id);
+    const h = await health(schema);
+    expect(h).toMatchObject({ activated: true, shortfall: 0n, trigger_enabled: true, collisions: 0n });
+  });
+});
+
+describe('installing over a table kandev created itself (kandev >= 0.89)', () => {
+  it('adopts it: rows kept, integer metrics widened to bigint, capture merges into the kandev rows', async () => {
+    const schema = 'lc_adopt';
+    await db.createHost(schema);
+    const s = quote(schema);
+    await db.query(`CREATE TABLE ${s}.task_session_subagents (
+      id text PRIMARY KEY, task_session_id text NOT NULL REFERENCES ${s}.task_sessions (id) ON DELETE CASCADE,
+      task_id text NOT NULL, turn_id text, tool_call_id text NOT NULL,
+      agent_execution_id text NOT NULL DEFAULT 'unknown', parent_tool_call_id text, subagent_type text,
+      description text, agent_id text, child_session_id text, model text, agent_status text, tool_status text,
+      is_async integer NOT NULL DEFAULT 0, total_tokens integer, tool_use_count integer, duration_ms integer,
+      source text NOT NULL DEFAULT 'live', observed_at timestamp NOT NULL, settled_at timestamp,
+      updated_at timestamp NOT NULL, UNIQUE (task_session_id, agent_execution_id, tool_call_id))`);
+    const t = await createTurn(pool, schema, 'k1');
+    await db.query(`INSERT INTO ${s}.task_session_subagents
+      (id, task_session_id, task_id, turn_id, tool_call_id, total_tokens, observed_at, updated_at)
+      VALUES ('kandev-row', $1, $2, $3, 'toolu_k1', 2000000000, '2026-08-12 08:00:00', '2026-08-12 08:00:00')`,
+    [t.session, t.task, t.turn]);
+
+    const result = await db.up(schema);
+    expect(result.backfill.status).toBe('activated');
+    const { rows: types } = await db.query(
+      `SELECT column_name, data_type FROM information_schema.columns
+        WHERE table_schema = $1 AND table_name = 'task_session_subagents'
+          AND column_name IN ('total_tokens', 'tool_use_count', 'duration_ms') ORDER BY column_name`, [schema]);
+    expect(types).toEqual([
+      { column_name: 'duration_ms', data_type: 'bigint' },
+      { column_name: 'tool_use_count', data_type: 'bigint' },
+      { column_name: 'total_tokens', data_type: 'bigint' }]);
+    // A value beyond integer now fits, and it lands on kandev's own row (same key, execution 'unknown').
+    await insertMessage(pool, schema, {
+      id: 'msg-k1', session: t.session, task: t.task, turn: t.turn, created_at: '2026-08-12 09:00:00',
+      metadata: subagentMetadata({ tool_call_id: 'toolu_k1', status: 'completed', subagent: { total_tokens: 3000000000 } }),
+    });
+    expect(await rows(schema)).toEqual([{
+      id: 'kandev-row', tool_call_id: 'toolu_k1', agent_execution_id: 'unknown', source: 'live',
+      total_tokens: 3000000000n, tool_status: 'completed' }]);
+  });
+});
+
+describe('upgrading to a newer version', () => {
+  it('a later migration that re-applies the SQL keeps rows, ids and activation keys byte for byte, and capture goes on', async () => {
+    const schema = 'lc_upgrade';
+    await db.createHost(schema);
+    await db.up(schema);
+    await writeCall(schema, 'v1', 111);
+    const keysBefore = (await db.query(`SELECT key, value FROM ${quote(schema)}.kandev_meta ORDER BY key`)).rows;
+    const rowsBefore = await rows(schema);
+    await db.query(`INSERT INTO ${quote(schema)}.subagent_context_failures (task_session_id, sqlstate, message)
+                    VALUES ('s', '40P01', 'kept across upgrades')`);
+
+    // The next release: the shipped migrations plus one that re-applies every SQL file (what an upgrade
+    // that changes a function does). The copies import the real lib, so they read the real sql/.
+    const dir = await mkdtemp(join(tmpdir(), 'subagent-context-upgrade-'));
+    try {
+      const lib = pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'sql.js')).href;
+      for (const f of ['1764680000000_install-capture.js', '1764680000001_activate.js']) {
+        const text = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
+        await writeFile(join(dir, f), text.replaceAll('./lib/sql.js', lib));
+      }
+      await writeFile(join(dir, '1799999999999_upgrade-reapply.js'), `
+        import { INSTALL_FILES, sqlFile, targetSchema } from '${lib}';
+        export async function up(pgm) {
+          const schema = await targetSchema(pgm);
+          for (const file of INSTALL_FILES) pgm.sql(sqlFile(file, schema));
+        }
+        export async function down() {}
+      `);
+      const client = new pg.Client(db.url);
+      await client.connect();
+      try {
+        const applied = await runner({
+          dbClient: client, dir, direction: 'up', schema, migrationsTable: MIGRATIONS_TABLE,
+          checkOrder: true, logger: { debug() {}, info() {}, warn() {}, error() {} },
+        });
+        expect(applied.map((m) => m.name)).toEqual(['1799999999999_upgrade-reapply']);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+
+    expect((await db.query(`SELECT key, value FROM ${quote(schema)}.kandev_meta ORDER BY key`)).rows).toEqual(keysBefore);
+    expect(await rows(schema)).toEqual(rowsBefore);
+    expect((await db.query(`SELECT message FROM ${quote(schema)}.subagent_context_failures`)).rows)
+      .toEqual([{ message: 'kept across upgrades' }]);
+    // Capture still merges into the old row, once; and a re-run of `up` has nothing left to do.
+    await updateMessage(pool, schema, 'msg-v1', subagentMetadata({
+      tool_call_id: 'toolu_v1', status: 'completed', subagent: { total_tokens: 222 } }), '2026-08-12 09:10:00');
+    expect((await rows(schema)).map((r) => [r.id, r.total_tokens])).toEqual([[rowsBefore[0].id, 222n]]);
+    expect((await health(schema))).toMatchObject({ activated: true, shortfall: 0n, trigger_enabled: true });
+  });
+});
