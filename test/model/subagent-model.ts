@@ -1,0 +1,339 @@
+// A reference model of capture, written from SPEC §4 (derivation), §5 (execution id), §6 (merge) and
+// docs/decisions.md, deliberately NOT from the SQL. test/differential.test.ts feeds the same message
+// writes to this model and to the real trigger and requires identical rows and stats.
+//
+// The model never parses metadata text. The generator builds every document as a `Json` tree in which
+// numbers keep the exact lexeme it emitted (1.5, 2.0, 1e2, 9223372036854775808), and `jsonText()` turns
+// that tree into the text written to Postgres. So the model reasons about exactly what was written, with
+// no JSON.parse precision loss.
+import { TERMINAL_TOOL_STATUSES } from '../../src/constants.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Documents
+
+/** A JSON value as written. Object entries are a list: a key may repeat (jsonb keeps the last one). */
+export type Json =
+  | { t: 'null' }
+  | { t: 'bool'; v: boolean }
+  | { t: 'num'; lex: string }
+  | { t: 'str'; v: string; escapeAll?: boolean } // escapeAll: every character written as \uXXXX
+  | { t: 'arr'; items: Json[] }
+  | { t: 'obj'; entries: [string, Json][] };
+
+/** The metadata column after a write: a JSON document, or text that is not JSON at all (or SQL NULL). */
+export type Metadata = { json: Json } | { notJson: string | null };
+
+export const J = {
+  null: { t: 'null' } as Json,
+  bool: (v: boolean): Json => ({ t: 'bool', v }),
+  num: (lex: string): Json => ({ t: 'num', lex }),
+  str: (v: string, escapeAll = false): Json => (escapeAll ? { t: 'str', v, escapeAll } : { t: 'str', v }),
+  arr: (...items: Json[]): Json => ({ t: 'arr', items }),
+  obj: (entries: [string, Json][]): Json => ({ t: 'obj', entries }),
+};
+
+/** The text a writer stores for a document. */
+export function jsonText(v: Json): string {
+  switch (v.t) {
+    case 'null': return 'null';
+    case 'bool': return String(v.v);
+    case 'num': return v.lex;
+    case 'str':
+      return v.escapeAll
+        ? '"' + [...v.v].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('') + '"'
+        : JSON.stringify(v.v);
+    case 'arr': return '[' + v.items.map(jsonText).join(',') + ']';
+    case 'obj': return '{' + v.entries.map(([k, e]) => JSON.stringify(k) + ':' + jsonText(e)).join(',') + '}';
+  }
+}
+
+export function metadataText(m: Metadata): string | null {
+  return 'json' in m ? jsonText(m.json) : m.notJson;
+}
+
+/** Member of an object, the last one when a key repeats (as jsonb keeps it); undefined = absent. */
+function member(v: Json | undefined, key: string): Json | undefined {
+  if (v?.t !== 'obj') return undefined;
+  for (let i = v.entries.length - 1; i >= 0; i--) if (v.entries[i][0] === key) return v.entries[i][1];
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Numbers, exactly as numeric holds them
+
+interface Decimal {
+  /** value = sign * mantissa * 10^exponent */
+  negative: boolean;
+  mantissa: bigint;
+  exponent: number;
+  /** digits after the decimal point that numeric keeps: 1.50 -> 2, 1e2 -> 0, 1.5e1 -> 0 */
+  scale: number;
+}
+
+function decimal(lex: string): Decimal {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(lex);
+  if (!m) throw new Error(`generator emitted a non-JSON number lexeme: ${lex}`);
+  const frac = m[3] ?? '';
+  const exponent = Number(m[4] ?? '0') - frac.length;
+  return { negative: m[1] === '-', mantissa: BigInt(m[2] + frac), exponent, scale: Math.max(0, -exponent) };
+}
+
+const BIGINT_MAX = 9223372036854775807n;
+
+/** Integer digits of |value| (for numeric's range); 0 for |value| < 1. */
+function integerDigits(d: Decimal): number {
+  if (d.mantissa === 0n) return 0;
+  return Math.max(0, d.mantissa.toString().length + d.exponent);
+}
+
+/** decisions.md: a number beyond numeric's range makes the document unparseable as jsonb. Numeric holds
+ *  up to 131072 digits before the point and 16383 after. */
+function numericHolds(lex: string): boolean {
+  const d = decimal(lex);
+  return integerDigits(d) <= 131072 && d.scale <= 16383;
+}
+
+/** The integer value of a number with no fractional part (scale 0), else undefined. */
+function integerValue(lex: string): bigint | undefined {
+  const d = decimal(lex);
+  if (d.scale !== 0) return undefined; // 1.5, 2.0, 100e-2 keep a fraction: not integers
+  if (integerDigits(d) > 25) return d.mantissa === 0n ? 0n : d.negative ? -(BIGINT_MAX * 10n) : BIGINT_MAX * 10n;
+  const magnitude = d.mantissa * 10n ** BigInt(d.exponent);
+  return d.negative ? -magnitude : magnitude;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Derivation (SPEC §4, decisions "Derivation")
+
+/** jsonb can hold the document: no \u0000 in any string, every number within numeric's range. */
+function jsonbHolds(v: Json): boolean {
+  switch (v.t) {
+    case 'str': return !v.v.includes('\u0000');
+    case 'num': return numericHolds(v.lex);
+    case 'arr': return v.items.every(jsonbHolds);
+    case 'obj': return v.entries.every(([k, e]) => !k.includes('\u0000') && jsonbHolds(e));
+    default: return true;
+  }
+}
+
+/** SPEC §4: metadata parses to an object whose normalized.kind is exactly the string subagent_task. */
+export function qualifies(m: Metadata): m is { json: Json } {
+  if (!('json' in m) || !jsonbHolds(m.json)) return false;
+  const kind = member(member(m.json, 'normalized'), 'kind');
+  return kind?.t === 'str' && kind.v === 'subagent_task';
+}
+
+/** Text fields take non-empty JSON strings only. */
+function text(v: Json | undefined): string | null {
+  return v?.t === 'str' && v.v !== '' ? v.v : null;
+}
+
+/** A count: a JSON number with no fraction within [0, bigint max]. */
+function count(v: Json | undefined): bigint | null {
+  if (v?.t !== 'num') return null;
+  const n = integerValue(v.lex);
+  return n !== undefined && n >= 0n && n <= BIGINT_MAX ? n : null;
+}
+
+/** Present, not JSON null, and not a count: negative, string, fraction, bool, object, too big. */
+function anomalous(v: Json | undefined): boolean {
+  return v !== undefined && v.t !== 'null' && count(v) === null;
+}
+
+/** is_async: JSON true, the number 1, or the string "true". */
+function flag(v: Json | undefined): number {
+  if (v === undefined) return 0;
+  if (v.t === 'bool') return v.v ? 1 : 0;
+  if (v.t === 'str') return v.v === 'true' ? 1 : 0;
+  if (v.t === 'num') return integerValue(v.lex) === 1n ? 1 : 0; // 1 and 1e0, not 1.0
+  return 0;
+}
+
+function isTerminal(status: string | null): boolean {
+  return status !== null && (TERMINAL_TOOL_STATUSES as readonly string[]).includes(status);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Rows
+
+/** Every column of task_session_subagents except id; timestamps as Postgres prints them. */
+export interface Row {
+  task_session_id: string;
+  task_id: string;
+  turn_id: string | null;
+  tool_call_id: string;
+  agent_execution_id: string;
+  parent_tool_call_id: string | null;
+  subagent_type: string | null;
+  description: string | null;
+  agent_id: string | null;
+  child_session_id: string | null;
+  model: string | null;
+  agent_status: string | null;
+  tool_status: string | null;
+  is_async: number;
+  total_tokens: bigint | null;
+  tool_use_count: bigint | null;
+  duration_ms: bigint | null;
+  source: string;
+  observed_at: string;
+  settled_at: string | null;
+  updated_at: string;
+}
+
+export interface Stats {
+  attempted: bigint;
+  skipped_no_identity: bigint;
+  persisted: bigint;
+  failed: bigint;
+  anomalous_value: bigint;
+  unknown_execution: bigint;
+}
+
+export const zeroStats = (): Stats => ({
+  attempted: 0n, skipped_no_identity: 0n, persisted: 0n, failed: 0n, anomalous_value: 0n, unknown_execution: 0n,
+});
+
+/** Microseconds since the epoch, UTC wall-clock, printed as Postgres prints `timestamp`. */
+export function timestampText(micros: number): string {
+  const d = new Date(Math.floor(micros / 1000));
+  const base = d.toISOString().slice(0, 19).replace('T', ' ');
+  const fraction = String(((micros % 1_000_000) + 1_000_000) % 1_000_000).padStart(6, '0').replace(/0+$/, '');
+  return fraction ? `${base}.${fraction}` : base;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Message writes
+
+/** A message row as the host stores it (the columns capture reads). */
+export interface Message {
+  id: string;
+  task_session_id: string;
+  task_id: string | null;
+  turn_id: string;
+  metadata: Metadata;
+  created_at: number; // µs
+  updated_at: number; // µs
+}
+
+/** One committed write: an INSERT of a whole row, or an UPDATE of some columns of an existing row. */
+export type MessageWrite =
+  | { op: 'insert'; message: Message; executionSetting: string | null }
+  | {
+      op: 'update';
+      id: string;
+      set: Partial<Omit<Message, 'id' | 'task_session_id'>>;
+      /** subagent_context.agent_execution_id set with set_config(…, true) in the writing transaction */
+      executionSetting: string | null;
+    };
+
+export const rowKey = (r: Pick<Row, 'task_session_id' | 'agent_execution_id' | 'tool_call_id'>) =>
+  JSON.stringify([r.task_session_id, r.agent_execution_id, r.tool_call_id]);
+
+export class CaptureModel {
+  readonly messages = new Map<string, Message>();
+  readonly rows = new Map<string, Row>();
+  readonly stats = zeroStats();
+
+  apply(w: MessageWrite): void {
+    let message: Message;
+    if (w.op === 'insert') {
+      message = { ...w.message };
+    } else {
+      const before = this.messages.get(w.id);
+      if (!before) throw new Error(`update of unknown message ${w.id}`);
+      message = { ...before, ...w.set };
+    }
+    this.messages.set(message.id, message);
+    this.capture(message, w.executionSetting);
+  }
+
+  /** SPEC §4: one qualifying write -> one upsert (or a counted skip). */
+  private capture(m: Message, executionSetting: string | null): void {
+    if (!qualifies(m.metadata)) return; // costs nothing, counts nothing
+    this.stats.attempted++;
+    const doc = m.metadata.json;
+    const call = text(member(doc, 'tool_call_id'));
+    if (!m.task_session_id || !m.task_id || call === null) {
+      this.stats.skipped_no_identity++;
+      return;
+    }
+    // SPEC §5: metadata first (a non-empty string), then the transaction-local setting, else 'unknown'.
+    const execution = text(member(doc, 'agent_execution_id')) ?? (executionSetting || null) ?? 'unknown';
+
+    const st = member(member(doc, 'normalized'), 'subagent_task'); // may be missing or not an object
+    const toolStatus = text(member(doc, 'status'));
+    const tokens = count(member(st, 'total_tokens'));
+    const duration = count(member(st, 'duration_ms'));
+    const incoming: Row = {
+      task_session_id: m.task_session_id,
+      task_id: m.task_id,
+      turn_id: m.turn_id || null,
+      tool_call_id: call,
+      agent_execution_id: execution,
+      parent_tool_call_id: text(member(doc, 'parent_tool_call_id')),
+      subagent_type: text(member(st, 'subagent_type')),
+      description: text(member(st, 'description')),
+      agent_id: text(member(st, 'agent_id')),
+      child_session_id: text(member(st, 'child_session_id')),
+      model: text(member(st, 'model')),
+      agent_status: text(member(st, 'status')),
+      tool_status: toolStatus,
+      is_async: flag(member(st, 'is_async')),
+      total_tokens: tokens === 0n ? null : tokens, // kandev omits zero: 0 means "not reported"
+      tool_use_count: count(member(st, 'tool_use_count')), // a reported 0 stays 0
+      duration_ms: duration === 0n ? null : duration,
+      source: 'live',
+      observed_at: timestampText(m.created_at),
+      settled_at: isTerminal(toolStatus) ? timestampText(m.updated_at) : null,
+      updated_at: timestampText(m.updated_at),
+    };
+    const isAnomalous = ['total_tokens', 'tool_use_count', 'duration_ms'].some((k) => anomalous(member(st, k)));
+
+    const key = rowKey(incoming);
+    const stored = this.rows.get(key);
+    this.rows.set(key, stored ? merge(stored, incoming) : incoming);
+
+    this.stats.persisted++;
+    if (execution === 'unknown') this.stats.unknown_execution++;
+    if (isAnomalous) this.stats.anomalous_value++;
+  }
+}
+
+/** SPEC §6, rule by rule. */
+function merge(s: Row, e: Row): Row {
+  const replaceUnlessNull = <K extends keyof Row>(k: K): Row[K] => (e[k] ?? s[k]) as Row[K];
+  return {
+    // Never changed on conflict (the key columns are equal by construction).
+    task_session_id: s.task_session_id,
+    task_id: s.task_id,
+    agent_execution_id: s.agent_execution_id,
+    tool_call_id: s.tool_call_id,
+    source: s.source,
+    observed_at: s.observed_at,
+    // The first non-NULL turn wins; a stored NULL is filled.
+    turn_id: s.turn_id ?? e.turn_id,
+    // Non-NULL replaces, NULL never blanks.
+    parent_tool_call_id: replaceUnlessNull('parent_tool_call_id'),
+    subagent_type: replaceUnlessNull('subagent_type'),
+    description: replaceUnlessNull('description'),
+    agent_id: replaceUnlessNull('agent_id'),
+    child_session_id: replaceUnlessNull('child_session_id'),
+    model: replaceUnlessNull('model'),
+    agent_status: replaceUnlessNull('agent_status'),
+    total_tokens: replaceUnlessNull('total_tokens'),
+    tool_use_count: replaceUnlessNull('tool_use_count'),
+    duration_ms: replaceUnlessNull('duration_ms'),
+    // Frozen once settled; before that, non-NULL replaces.
+    tool_status: s.settled_at !== null ? s.tool_status : replaceUnlessNull('tool_status'),
+    settled_at: s.settled_at ?? e.settled_at,
+    is_async: s.is_async === 1 ? 1 : e.is_async,
+    // Never moves backwards.
+    updated_at: microsOf(s.updated_at) >= microsOf(e.updated_at) ? s.updated_at : e.updated_at,
+  };
+}
+
+function microsOf(printed: string): number {
+  const [base, fraction = ''] = printed.split('.');
+  return Date.parse(base.replace(' ', 'T') + 'Z') * 1000 + Number(fraction.padEnd(6, '0'));
+}
