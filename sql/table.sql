@@ -35,6 +35,7 @@ DECLARE
   found_notnull boolean;
   problems text[] := '{}';
   widen text[] := '{}';
+  key_immediate boolean;
 BEGIN
   IF target IS NULL THEN
     CREATE TABLE @extschema@.task_session_subagents (
@@ -71,33 +72,43 @@ BEGIN
      WHERE a.attrelid = target AND a.attname = col[1] AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
       problems := problems || format('column %s is missing', col[1]);
+      CONTINUE;
     ELSIF found_type = 'integer' AND col[2] = 'bigint' THEN
       widen := widen || col[1];          -- kandev >= 0.89 declares the metrics as integer
     ELSIF found_type <> col[2] THEN
       problems := problems || format('column %s is %s, expected %s', col[1], found_type, col[2]);
-    ELSIF found_notnull <> col[3]::boolean THEN
+    END IF;
+    -- Checked for widened columns too: a NOT NULL metric would make every frame without it fail.
+    IF found_notnull <> col[3]::boolean THEN
       problems := problems || format('column %s is %s, expected %s', col[1],
         CASE WHEN found_notnull THEN 'NOT NULL' ELSE 'nullable' END,
         CASE WHEN col[3]::boolean THEN 'NOT NULL' ELSE 'nullable' END);
     END IF;
   END LOOP;
 
-  IF NOT EXISTS (
-    SELECT 1 FROM pg_index i
-     WHERE i.indrelid = target AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
-       AND i.indnkeyatts = 3
-       AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
-              FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-              JOIN pg_attribute a ON a.attrelid = target AND a.attnum = k.attnum)
-           = ARRAY['task_session_id', 'agent_execution_id', 'tool_call_id']) THEN
+  -- The key ON CONFLICT can use: unique, whole-table, plain columns in this order (INCLUDE columns
+  -- allowed), and not deferrable (ON CONFLICT refuses deferrable arbiters, so every capture would fail).
+  SELECT bool_or(i.indimmediate) INTO key_immediate
+    FROM pg_index i
+   WHERE i.indrelid = target AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+     AND i.indnkeyatts = 3
+     AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
+            FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+            JOIN pg_attribute a ON a.attrelid = target AND a.attnum = k.attnum
+           WHERE k.ord <= 3)
+         = ARRAY['task_session_id', 'agent_execution_id', 'tool_call_id'];
+  IF key_immediate IS NULL THEN
     problems := problems || 'unique key (task_session_id, agent_execution_id, tool_call_id) is missing'::text;
+  ELSIF NOT key_immediate THEN
+    problems := problems || 'unique key (task_session_id, agent_execution_id, tool_call_id) is DEFERRABLE, ON CONFLICT cannot use it'::text;
   END IF;
 
   IF cardinality(problems) > 0 THEN
-    RAISE EXCEPTION 'subagent-context: existing table %.task_session_subagents has a different shape; nothing was changed',
-      '@extschema@'
-      USING DETAIL = array_to_string(problems, '; '),
-            HINT = 'Rename or drop that table, or make it match SPEC §3, then install again.',
+    -- The differences go in the message itself: clients (the CLI, node-pg-migrate) show the message,
+    -- not always the DETAIL.
+    RAISE EXCEPTION 'subagent-context: existing table %.task_session_subagents has a different shape: %; nothing was changed',
+      '@extschema@', array_to_string(problems, '; ')
+      USING HINT = 'Rename or drop that table, or make it match SPEC §3, then install again.',
             ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
 

@@ -1,6 +1,6 @@
 // Installation through node-pg-migrate: the same migrations a user can run with plain
 // `node-pg-migrate up`, so both paths install exactly the same thing.
-import { runner } from 'node-pg-migrate';
+import { runner, PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
@@ -22,6 +22,14 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
       checkOrder: true,
       logger: silent,
     });
+  } catch (err) {
+    // A failing migration leaves the caller's connection inside the migration's aborted transaction
+    // (node-pg-migrate issues BEGIN but no ROLLBACK), so its own unlock fails and the migration lock
+    // stays held: every later install on this database would report "Another migration is already
+    // running". Roll back and release the lock, so the connection is usable and a retry can run.
+    await client.query('ROLLBACK').catch(() => {});
+    await client.query('SELECT pg_advisory_unlock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]).catch(() => {});
+    throw err;
   } finally {
     // node-pg-migrate leaves search_path pointing at the schema; leave the session as we found it.
     await client.query('RESET search_path').catch(() => {});
