@@ -1,0 +1,237 @@
+// Crash safety: SIGKILL the whole PostgreSQL server (postmaster and every backend, as an OOM kill or a
+// power cut of the instance would) in the middle of the backfill of a large store and in the middle of
+// concurrent capture, restart it on the same data directory (crash recovery replays the WAL), and check
+// that nothing is half-written: no activation key without its rows, no row without a committed
+// message, no committed message without its row, and health says exactly that.
+//
+// It needs a server it may kill, so it starts its own embedded one: the major of the suite's server
+// when that is 15-18 (so the system-15 CI run crashes a 15), else PG_VERSION / the default.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import pg from 'pg';
+import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../src/embedded.js';
+import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { backfill, migrate, up } from '../src/install.js';
+import { urlFor } from './helpers/database.js';
+
+pg.types.setTypeParser(1114, (v: string) => v);
+pg.types.setTypeParser(20, (v: string) => BigInt(v));
+
+const HISTORY_SESSIONS = 400;
+const HISTORY_CALLS_PER_SESSION = 100;   // 40,000 subagent calls ...
+const HISTORY_NOISE_PER_SESSION = 50;    // ... among 20,000 ordinary messages
+
+let server: EmbeddedServer;
+let url: string;
+
+async function suiteMajor(): Promise<string | undefined> {
+  const c = new pg.Client(inject('adminUrl'));
+  await c.connect();
+  try {
+    const { rows } = await c.query(`SELECT (current_setting('server_version_num')::int / 10000)::text AS major`);
+    return (SUPPORTED_MAJORS as readonly string[]).includes(rows[0].major) ? rows[0].major : undefined;
+  } finally {
+    await c.end();
+  }
+}
+
+async function connect(): Promise<pg.Client> {
+  const c = new pg.Client(url);
+  c.on('error', () => {});  // the server is killed under these connections on purpose
+  await c.connect();
+  return c;
+}
+
+async function withClient<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = await connect();
+  try { return await fn(c); } finally { await c.end().catch(() => {}); }
+}
+
+/** Kills the server (SIGKILL to postmaster and backends), then restarts it on the same data directory. */
+async function crashAndRestart() {
+  const before = server.pid;
+  await server.kill('SIGKILL');
+  await server.restart();
+  expect(server.pid).not.toBe(before);
+}
+
+beforeAll(async () => {
+  server = await startEmbeddedPostgres({ version: (await suiteMajor()) ?? process.env.PG_VERSION });
+  url = server.url;
+}, 180_000);
+
+afterAll(async () => { await server?.stop(); });
+
+/** The columns derivation decides, for comparing stored rows with a re-derivation from history. */
+const DERIVED = `task_session_id, task_id, turn_id, tool_call_id, parent_tool_call_id, subagent_type,
+  description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens,
+  tool_use_count, duration_ms, observed_at, settled_at, updated_at`;
+
+/** Stored rows that history does not derive, and derived rows that are not stored (both must be 0). */
+async function disagreement(c: pg.Client) {
+  const { rows } = await c.query(`
+    WITH derived AS (SELECT ${DERIVED} FROM subagent_history_rows(NULL, clock_timestamp() AT TIME ZONE 'UTC')),
+         stored AS (SELECT ${DERIVED} FROM task_session_subagents)
+    SELECT (SELECT count(*) FROM (SELECT * FROM stored EXCEPT SELECT * FROM derived) x) AS stored_not_derived,
+           (SELECT count(*) FROM (SELECT * FROM derived EXCEPT SELECT * FROM stored) y) AS derived_not_stored,
+           (SELECT count(*) FROM stored) AS stored`);
+  return rows[0];
+}
+
+async function keys(c: pg.Client) {
+  const { rows } = await c.query(`SELECT key, value FROM kandev_meta WHERE key LIKE 'subagent_context%' ORDER BY key`);
+  return rows;
+}
+
+describe('SIGKILL in the middle of the backfill of a large store', () => {
+  const db = 'crash_backfill';
+  it('leaves neither rows nor keys; the next `up` completes activation with every row and a clean health', async () => {
+    await withClient(async (c) => { await c.query(`CREATE DATABASE ${db}`); });
+    url = urlFor(server.url, db);
+    await withClient(async (c) => {
+      await createHostTables(c, 'public');
+      await c.query(`
+        INSERT INTO tasks SELECT 'task-' || s, 't', '2026-08-01', '2026-08-01' FROM generate_series(1, $1) s;
+        INSERT INTO task_sessions SELECT 'session-' || s, 'task-' || s, '2026-08-01', '2026-08-01' FROM generate_series(1, $1) s;
+        INSERT INTO task_session_turns SELECT 'turn-' || s, 'session-' || s, 'task-' || s, '2026-08-01', '2026-08-01', '2026-08-01'
+          FROM generate_series(1, $1) s;`.replaceAll('$1', String(HISTORY_SESSIONS)));
+      await c.query(`
+        INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+        SELECT 'msg-' || s || '-' || i, 'session-' || s, 'task-' || s, 'turn-' || s, 'agent', '', 'tool_call',
+               json_build_object('tool_call_id', 'toolu_' || s || '_' || i, 'title', 'Task',
+                 'status', CASE WHEN i % 4 = 0 THEN 'pending' ELSE 'completed' END,
+                 'normalized', json_build_object('kind', 'subagent_task', 'subagent_task',
+                   json_build_object('subagent_type', 'explorer', 'status', 'completed', 'total_tokens', s * 1000 + i)))::text,
+               timestamp '2026-08-01' + make_interval(secs => s * 1000 + i),
+               timestamp '2026-08-01' + make_interval(secs => s * 1000 + i + 5)
+          FROM generate_series(1, ${HISTORY_SESSIONS}) s, generate_series(1, ${HISTORY_CALLS_PER_SESSION}) i;
+        INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at, updated_at)
+        SELECT 'note-' || s || '-' || i, 'session-' || s, 'task-' || s, 'turn-' || s, 'hello', '{"kind":"message"}',
+               timestamp '2026-08-01', timestamp '2026-08-01'
+          FROM generate_series(1, ${HISTORY_SESSIONS}) s, generate_series(1, ${HISTORY_NOISE_PER_SESSION}) i;`);
+      // Install only: the trigger, no activation yet (the activation migration is the backfill).
+      await migrate(c, 'public', 'up', 1);
+    });
+
+    // Hold the capture_since key in an open transaction: the backfill stores every history row, then
+    // waits at its last step (writing the keys). That is the moment we kill the server.
+    const holder = await connect();
+    await holder.query(`BEGIN; INSERT INTO kandev_meta (key, value) VALUES ('subagent_context_capture_since', 'held')`);
+    const runner = await connect();
+    const running = backfill(runner, 'public').then(() => 'finished', (e: Error) => `error: ${e.message}`);
+    const watcher = await connect();
+    for (;;) {
+      const { rows } = await watcher.query(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE query LIKE '%subagent_context_backfill()%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+      if (rows[0].n === 1n) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await crashAndRestart();
+    expect(await running).toMatch(/^error: /);
+
+    await withClient(async (c) => {
+      expect(await keys(c)).toEqual([]);
+      expect((await c.query(`SELECT count(*) AS n FROM task_session_subagents`)).rows[0].n).toBe(0n);
+      expect((await c.query(`SELECT activated, shortfall FROM subagent_context_health()`)).rows[0])
+        .toEqual({ activated: false, shortfall: null });
+
+      const result = await up(c, 'public');
+      expect(result.backfill).toMatchObject({ status: 'activated', inserted: HISTORY_SESSIONS * HISTORY_CALLS_PER_SESSION });
+      expect((await keys(c)).map((k) => k.key)).toEqual(['subagent_context_backfill_through', 'subagent_context_capture_since']);
+      expect(await disagreement(c)).toEqual({
+        stored_not_derived: 0n, derived_not_stored: 0n, stored: BigInt(HISTORY_SESSIONS * HISTORY_CALLS_PER_SESSION) });
+      expect((await c.query(`SELECT activated, shortfall, excess, trigger_enabled FROM subagent_context_health()`)).rows[0])
+        .toEqual({ activated: true, shortfall: 0n, excess: 0n, trigger_enabled: true });
+    });
+  }, 240_000);
+});
+
+describe('SIGKILL in the middle of concurrent capture', () => {
+  const db = 'crash_capture';
+  const WRITERS = 8;
+  const KILL_AFTER_COMMITS = 400;
+
+  it('every acknowledged commit has its message and exactly its row; nothing of the interrupted ones; health clean', async () => {
+    url = urlFor(server.url, 'postgres');
+    await withClient(async (c) => { await c.query(`CREATE DATABASE ${db}`); });
+    url = urlFor(server.url, db);
+    const keysBefore = await withClient(async (c) => {
+      await createHostTables(c, 'public');
+      await up(c, 'public');
+      return keys(c);
+    });
+
+    // Each writer: one subagent call per loop, as kandev writes it (INSERT pending, UPDATE running with
+    // usage, UPDATE completed). Even writers wrap the three frames in one transaction; odd writers
+    // commit each frame on its own. Frames only ever add information, so the stored row must equal a
+    // re-derivation from the message as it stands.
+    const acknowledged = new Set<string>();  // calls whose final frame's COMMIT returned
+    let commits = 0;
+    let killing: Promise<void> | undefined;
+    const now = () => new Date().toISOString().replace('T', ' ').replace('Z', '');
+    async function writer(w: number) {
+      const c = await connect();
+      try {
+        for (let i = 0; ; i++) {
+          const key = `w${w}_${i}`;
+          const call = `toolu_${key}`;
+          const txn = w % 2 === 0;
+          if (txn) await c.query('BEGIN');
+          const t = await createTurn(c, 'public', key, now());
+          await insertMessage(c, 'public', { id: `msg-${key}`, session: t.session, task: t.task, turn: t.turn,
+            created_at: now(), metadata: subagentMetadata({ tool_call_id: call, status: 'pending',
+              subagent: { subagent_type: 'explorer', description: key, status: 'async_launched', is_async: true } }) });
+          await updateMessage(c, 'public', `msg-${key}`, subagentMetadata({ tool_call_id: call, status: 'in_progress',
+            subagent: { subagent_type: 'explorer', description: key, status: 'running', is_async: true, total_tokens: 10 + i } }), now());
+          await updateMessage(c, 'public', `msg-${key}`, subagentMetadata({ tool_call_id: call, status: 'completed',
+            subagent: { subagent_type: 'explorer', description: key, status: 'completed', is_async: true,
+              total_tokens: 100 + i, tool_use_count: i % 3, duration_ms: 1000 + i } }), now());
+          if (txn) await c.query('COMMIT');
+          acknowledged.add(call);
+          if (++commits === KILL_AFTER_COMMITS) killing = server.kill('SIGKILL');
+        }
+      } catch {
+        // the server went away under us: expected
+      } finally {
+        await c.end().catch(() => {});
+      }
+    }
+    await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+    expect(killing).toBeDefined();
+    await killing;
+    const killedPid = server.pid;
+    await server.restart();
+    expect(server.pid).not.toBe(killedPid);
+
+    await withClient(async (c) => {
+      expect(await keys(c)).toEqual(keysBefore);
+      // Every call whose final COMMIT was acknowledged survived with its completed row.
+      const { rows } = await c.query(
+        `SELECT tool_call_id, tool_status, agent_status FROM task_session_subagents WHERE tool_call_id = ANY($1)`,
+        [[...acknowledged]]);
+      expect(rows.length).toBe(acknowledged.size);
+      expect(rows.every((r) => r.tool_status === 'completed' && r.agent_status === 'completed')).toBe(true);
+      // Whatever else committed (odd writers' single frames), rows and messages agree exactly: no row
+      // without a committed message, no committed message without its row, no value half-merged.
+      const d = await disagreement(c);
+      expect(d.stored_not_derived).toBe(0n);
+      expect(d.derived_not_stored).toBe(0n);
+      expect(d.stored).toBeGreaterThanOrEqual(BigInt(acknowledged.size));
+      // The interrupted transactions left nothing: every session has a message (no orphan fixtures
+      // from a half-done even-writer transaction), and every even writer's call is complete.
+      const { rows: partial } = await c.query(`
+        SELECT count(*) AS n FROM task_session_messages m
+         WHERE m.id ~ '^msg-w[0-9]*[02468]_' AND m.metadata::jsonb ->> 'status' <> 'completed'`);
+      expect(partial[0].n).toBe(0n);
+      expect((await c.query(`SELECT activated, shortfall, excess, trigger_enabled, failures FROM subagent_context_health()`)).rows[0])
+        .toEqual({ activated: true, shortfall: 0n, excess: 0n, trigger_enabled: true, failures: 0n });
+      expect((await up(c, 'public')).backfill.status).toBe('already activated');
+
+      // Capture works after recovery.
+      const t = await createTurn(c, 'public', 'after');
+      await insertMessage(c, 'public', { id: 'msg-after', session: t.session, task: t.task, turn: t.turn,
+        metadata: subagentMetadata({ tool_call_id: 'toolu_after', status: 'completed', subagent: { total_tokens: 7 } }) });
+      expect((await c.query(`SELECT total_tokens FROM task_session_subagents WHERE tool_call_id = 'toolu_after'`)).rows)
+        .toEqual([{ total_tokens: 7n }]);
+    });
+  }, 240_000);
+});
