@@ -11,7 +11,8 @@ export interface Health {
   last_observed_at: string | null;
   trigger_enabled: boolean;
   failures: number | null;
-  collisions: number;
+  /** NULL only when nothing is installed. */
+  collisions: number | null;
 }
 
 export interface Stats {
@@ -23,7 +24,18 @@ export interface Stats {
   unknown_execution: number;
 }
 
-export type HealthStatus = 'healthy' | 'idle' | 'shortfall' | 'not activated' | 'trigger missing' | 'trigger disabled';
+export type HealthStatus =
+  'healthy' | 'idle' | 'shortfall' | 'not activated' | 'trigger missing' | 'trigger disabled' | 'not installed';
+
+/** What `subagent-context health` reports. */
+export interface HealthReport {
+  status: HealthStatus;
+  exitCode: 0 | 1 | 2;
+  /** Is the capture trigger present (enabled or not)? */
+  installed: boolean;
+  health: Health;
+  stats: Stats | null;
+}
 
 export async function readHealth(client: pg.Client, schema: string): Promise<Health> {
   const { rows } = await client.query(
@@ -41,6 +53,13 @@ export async function readStats(client: pg.Client, schema: string): Promise<Stat
             anomalous_value::float8 AS anomalous_value, unknown_execution::float8 AS unknown_execution
        FROM ${quoteIdent(schema)}.subagent_context_stats()`);
   return rows[0] as Stats;
+}
+
+/** Is subagent_context_health() there to ask? (False before `up`, or in another schema.) */
+export async function healthInstalled(client: pg.Client, schema: string): Promise<boolean> {
+  const { rows } = await client.query(
+    `SELECT to_regprocedure(format('%I.subagent_context_health()', $1::text)) IS NOT NULL AS installed`, [schema]);
+  return rows[0].installed;
 }
 
 export async function triggerInstalled(client: pg.Client, schema: string): Promise<boolean> {

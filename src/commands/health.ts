@@ -1,45 +1,90 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
-import { readHealth, readStats, triggerInstalled, verdict } from '../health.js';
+import { healthInstalled, readHealth, readStats, triggerInstalled, verdict, type HealthReport } from '../health.js';
 import { printJson, keyValues, bold, green, red, yellow } from '../output.js';
+import { quoteIdent } from '../sql.js';
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** One sentence under the status word: what it means and what to do. */
+function advice(r: HealthReport, schema: string): string {
+  const h = r.health;
+  switch (r.status) {
+    case 'healthy': return 'every subagent message written since activation has its row.';
+    case 'idle': return 'activated; no subagent message has been written since activation, so nothing to compare yet.';
+    case 'shortfall': return `${plural(h.shortfall ?? 0, 'subagent')} written since activation ${h.shortfall === 1 ? 'has' : 'have'} no row. ` +
+      'Find why (trigger state, failures below), then run `subagent-context repair`. See docs/health.md.';
+    case 'not activated': return 'the activation keys are missing, so there is no "captured since" to check against. ' +
+      'Run `subagent-context backfill` (or `up`).';
+    case 'trigger missing': return 'the capture trigger is not installed: new subagents are not recorded. Run `subagent-context up`.';
+    case 'trigger disabled': return 'the capture trigger exists but does not fire: new subagents are not recorded. Run ' +
+      `\`ALTER TABLE ${quoteIdent(schema)}.task_session_messages ENABLE TRIGGER subagent_context_capture;\`, then \`subagent-context repair\`.`;
+    case 'not installed': return 'subagent-context is not installed in this schema. Run `subagent-context up`.';
+  }
+}
 
 export const healthCommand: Command = {
   name: 'health',
   summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall, 2 not activated or trigger off',
   usage: `subagent-context health [--database-url URL] [--schema S] [--json]
 
-Compares qualifying messages written since activation with the rows captured since then.
-Exit status: 0 healthy or idle, 1 shortfall (a subagent was missed: run \`subagent-context repair\`),
-2 not activated, or the capture trigger is missing or disabled.
+Compares the subagent messages written since activation (the capture_since key) with the rows
+captured since then. Read-only.
+
+Exit status:
+  0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
+  1  shortfall: a subagent message since activation has no row; run \`subagent-context repair\`
+  2  not installed, not activated, or the capture trigger is missing or disabled
+
+--json prints one object: status, activated, capture_since, backfill_through, shortfall, excess,
+last_observed_at, trigger_enabled, failures, collisions, stats. See docs/health.md.
 
 Examples:
   subagent-context health
-  subagent-context health --json | jq .shortfall`,
+  subagent-context health --json | jq .shortfall
+  subagent-context health || subagent-context repair`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const installed = await triggerInstalled(client, ctx.schema);
-      const health = await readHealth(client, ctx.schema);
-      const stats = await readStats(client, ctx.schema);
-      const { status, exitCode } = verdict(health, installed);
+      const report = await healthReport(client, ctx.schema);
+      const { status, exitCode, health, stats, installed } = report;
       if (ctx.json) {
         printJson({ status, ...health, stats });
         return exitCode;
       }
       const word = exitCode === 0 ? green(status) : exitCode === 1 ? red(status) : yellow(status);
-      console.log(`${bold('subagent-context health')}: ${word}`);
-      const n = (v: number | null) => (v === null ? '-' : String(v));
+      console.log(`${bold('subagent-context health')} (schema ${ctx.schema}): ${word}`);
+      console.log(`  ${advice(report, ctx.schema)}`);
+      if (status === 'not installed') return exitCode;
+      const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
+      const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
+      console.log();
       console.log(keyValues([
-        ['shortfall', `${n(health.shortfall)}${(health.shortfall ?? 0) > 0 ? '  <- missed subagents: run `subagent-context repair`' : ''}`],
-        ['excess', n(health.excess)],
-        ['last observed', health.last_observed_at ?? (health.activated ? 'nothing captured since activation' : '-')],
-        ['capture_since', health.capture_since ?? '(absent)'],
-        ['backfill_through', health.backfill_through === '' ? "'' (no history)" : health.backfill_through ?? '(absent)'],
-        ['trigger', installed ? (health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED') : 'MISSING'],
-        ['failures', n(health.failures)],
-        ['collisions', n(health.collisions)],
-        ['stats', `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution}`],
+        ['shortfall', health.shortfall === null ? n(null)
+          : `${health.shortfall}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
+        ['excess', health.excess === null ? n(null)
+          : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
+        ['last observed', health.last_observed_at ?? (health.activated ? 'none since activation' : '-')],
+        ['capture_since', key(health.capture_since, "'' (unreadable)")],
+        ['backfill_through', key(health.backfill_through, "'' (no history to backfill)")],
+        ['trigger', !installed ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
+        ['failures', health.failures === null ? n(null)
+          : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
+        ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
+        ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
       ]));
       return exitCode;
     });
   },
 };
+
+async function healthReport(client: Parameters<typeof readHealth>[0], schema: string): Promise<HealthReport> {
+  if (!(await healthInstalled(client, schema))) {
+    return { status: 'not installed', exitCode: 2, installed: false, stats: null, health: {
+      activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
+      last_observed_at: null, trigger_enabled: false, failures: null, collisions: null } };
+  }
+  const installed = await triggerInstalled(client, schema);
+  const health = await readHealth(client, schema);
+  const stats = await readStats(client, schema);
+  return { ...verdict(health, installed), installed, health, stats };
+}
