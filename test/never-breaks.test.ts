@@ -17,6 +17,16 @@ const db = await freshDatabase('never_breaks');
 const owner = `sc_owner_${randomBytes(4).toString('hex')}`;
 const S = 'nb';
 await db.query(`CREATE ROLE ${owner} LOGIN NOSUPERUSER`);
+let ownerClient: pg.Client | undefined;
+afterAll(async () => {
+  await ownerClient?.end().catch(() => {});
+  // The role owns objects in the test database; drop them (if the database still exists), then the role.
+  await db.query(`DROP OWNED BY ${owner} CASCADE`).catch(() => {});
+  const admin = new pg.Client(inject('adminUrl'));
+  await admin.connect();
+  await admin.query(`DROP ROLE IF EXISTS ${owner}`).catch(() => {});
+  await admin.end();
+});
 await db.query(`CREATE SCHEMA ${S} AUTHORIZATION ${owner}`);
 await db.query(`GRANT CREATE ON DATABASE "${db.name}" TO ${owner}`);
 
@@ -26,21 +36,11 @@ function urlAs(role: string) {
   u.password = '';
   return u.toString();
 }
-const ownerClient = new pg.Client(urlAs(owner));
+ownerClient = new pg.Client(urlAs(owner));
 await ownerClient.connect();
 ownerClient.on('notice', () => {});
 await createHostTables(ownerClient, S);
 const installed = await up(ownerClient, S);
-
-afterAll(async () => {
-  await ownerClient.end().catch(() => {});
-  // The role owns objects in the test database; drop them (if the database still exists), then the role.
-  await db.query(`DROP OWNED BY ${owner} CASCADE`).catch(() => {});
-  const admin = new pg.Client(inject('adminUrl'));
-  await admin.connect();
-  await admin.query(`DROP ROLE IF EXISTS ${owner}`).catch(() => {});
-  await admin.end();
-});
 
 // The message writer: kandev's connection (here the superuser; the trigger runs as the owner anyway).
 const writer = await db.connect();
@@ -205,7 +205,7 @@ describe('capture never breaks the message write', () => {
 
     // Restore both (the failure log as the installation creates it, owned by the owner), and capture is back.
     await db.query(`ALTER TABLE ${S}.task_session_subagents_away RENAME TO task_session_subagents`);
-    await ownerClient.query(sqlFile('failures.sql', S));
+    await ownerClient!.query(sqlFile('failures.sql', S));
     warnings.length = 0;
     await writer.query(`UPDATE task_session_messages SET metadata = $2, updated_at = '2026-08-12 09:00:05' WHERE id = $1`,
       [id, subagentMetadata({ tool_call_id: call, status: 'completed', subagent: { subagent_type: 'y' } })]);
