@@ -8,10 +8,12 @@ import { healthCommand } from './commands/health.js';
 import { repairCommand } from './commands/repair.js';
 import { uninstallCommand } from './commands/uninstall.js';
 import { demoCommand } from './commands/demo.js';
+import { reportCommand } from './commands/report.js';
+import { metricsCommand } from './commands/metrics.js';
 import { UserError, explain } from './db.js';
 import { red } from './output.js';
 
-const commands: Command[] = [upCommand, backfillCommand, healthCommand, repairCommand, uninstallCommand, demoCommand];
+const commands: Command[] = [upCommand, backfillCommand, healthCommand, repairCommand, reportCommand, metricsCommand, uninstallCommand, demoCommand];
 
 const COMMON = {
   'database-url': { type: 'string' as const },

@@ -1,0 +1,17 @@
+-- Counts and usage per subagent_type. Usage is "not reported" (NULL), never 0: Claude's background
+-- (async_launched) dispatch never reports it. Sums, averages and maxima cover reported values only and
+-- stay NULL when nothing was reported.
+SELECT coalesce(subagent_type, '(not reported)') AS subagent_type,
+       count(*) AS subagents,
+       count(*) FILTER (WHERE is_async = 1) AS async,
+       count(*) FILTER (WHERE total_tokens IS NOT NULL OR duration_ms IS NOT NULL OR tool_use_count IS NOT NULL) AS usage_reported,
+       count(*) FILTER (WHERE total_tokens IS NULL AND duration_ms IS NULL AND tool_use_count IS NULL) AS usage_not_reported,
+       sum(total_tokens) AS total_tokens,
+       round(avg(total_tokens)) AS avg_tokens,
+       max(total_tokens) AS max_tokens,
+       round(avg(duration_ms)) AS avg_duration_ms,
+       max(duration_ms) AS max_duration_ms,
+       round(avg(tool_use_count), 1) AS avg_tool_uses
+  FROM @extschema@.task_session_subagents
+ GROUP BY 1
+ ORDER BY count(*) DESC, 1;

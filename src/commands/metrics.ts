@@ -1,0 +1,140 @@
+import type { Command, CommandContext } from './types.js';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import pg from 'pg';
+import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
+import { sqlFile } from '../sql.js';
+
+interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null }
+
+/** The Prometheus text exposition format (version 0.0.4) for one scrape. */
+export function formatMetrics(schema: string, up: boolean, row: Record<string, unknown> | null, error?: string): string {
+  const n = (v: unknown): number | null => (v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : Number(v));
+  const r = row ?? {};
+  const samples: Sample[] = [
+    { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape, else 0.', value: up ? 1 : 0 },
+  ];
+  if (up) {
+    samples.push(
+      { name: 'subagent_context_activated', type: 'gauge', help: '1 when the activation key capture_since is present.', value: n(r.activated) },
+      { name: 'subagent_context_trigger_installed', type: 'gauge', help: '1 when the capture trigger exists on task_session_messages.', value: n(r.trigger_installed) },
+      { name: 'subagent_context_trigger_enabled', type: 'gauge', help: '1 when the capture trigger fires in normal sessions (enabled ORIGIN or ALWAYS).', value: n(r.trigger_enabled) },
+      { name: 'subagent_context_shortfall', type: 'gauge', help: 'Subagents written since activation that have no row: the only alarm. Absent before activation.', value: n(r.shortfall) },
+      { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', value: n(r.excess) },
+      { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', value: n(r.last_observed_seconds) },
+      { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key).', value: n(r.capture_since_seconds) },
+      { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', value: n(r.failures) },
+      { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', value: n(r.collisions) },
+      { name: 'subagent_context_attempted_total', type: 'counter', help: 'Qualifying message writes seen by the capture trigger.', value: n(r.attempted) },
+      { name: 'subagent_context_skipped_no_identity_total', type: 'counter', help: 'Qualifying writes skipped for lack of session, task or tool call id.', value: n(r.skipped_no_identity) },
+      { name: 'subagent_context_persisted_total', type: 'counter', help: 'Qualifying writes whose upsert succeeded.', value: n(r.persisted) },
+      { name: 'subagent_context_failed_total', type: 'counter', help: 'Qualifying writes whose upsert failed (caught; the message write went on).', value: n(r.failed) },
+      { name: 'subagent_context_anomalous_value_total', type: 'counter', help: 'Writes with a negative or malformed metric.', value: n(r.anomalous_value) },
+      { name: 'subagent_context_unknown_execution_total', type: 'counter', help: "Persisted writes stored under execution 'unknown'.", value: n(r.unknown_execution) },
+    );
+  }
+  const label = `{schema="${schema.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"}`;
+  const lines: string[] = [];
+  if (error) lines.push(`# scrape error: ${error.replace(/\s+/g, ' ')}`);
+  for (const s of samples) {
+    // An unknown value (e.g. the shortfall before activation) is left out rather than reported as 0.
+    if (s.value === null || Number.isNaN(s.value)) continue;
+    lines.push(`# HELP ${s.name} ${s.help}`, `# TYPE ${s.name} ${s.type}`, `${s.name}${label} ${s.value}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+async function readMetricsRow(client: pg.ClientBase, schema: string): Promise<Record<string, unknown>> {
+  const { rows } = await client.query(sqlFile('dashboards/metrics.sql', schema));
+  return rows[0];
+}
+
+function parseListen(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) {
+    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "${value}".`, 2);
+  }
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+async function serve(ctx: CommandContext, listen: string): Promise<number> {
+  const { host, port } = parseListen(listen);
+  // Fail fast, with the usual one-line errors, when the database is unusable at start.
+  const first = await connect(ctx.databaseUrl);
+  try {
+    await assertSchemaExists(first, ctx.schema);
+    await readMetricsRow(first, ctx.schema);
+  } catch (err) {
+    throw explain(err, ctx.databaseUrl);
+  } finally {
+    await first.end().catch(() => {});
+  }
+  const pool = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2, application_name: 'subagent-context metrics' });
+  pool.on('error', () => {});
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') { res.writeHead(405, { Allow: 'GET, HEAD' }).end(); return; }
+    if (path === '/') { res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('subagent-context metrics: see /metrics\n'); return; }
+    if (path !== '/metrics') { res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: see /metrics\n'); return; }
+    let body: string;
+    try {
+      const client = await pool.connect();
+      try { body = formatMetrics(ctx.schema, true, await readMetricsRow(client, ctx.schema)); } finally { client.release(); }
+    } catch (err) {
+      body = formatMetrics(ctx.schema, false, null, explain(err, ctx.databaseUrl).message);
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : body);
+  };
+  const server = createServer((req, res) => { handle(req, res).catch(() => res.destroy()); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new UserError(`cannot listen on ${listen}: ${err.code ?? err.message}. Pick a free port with --listen HOST:PORT.`)));
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address();
+  const shown = typeof addr === 'object' && addr ? `${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : listen;
+  console.log(`serving metrics for schema "${ctx.schema}" of ${redact(ctx.databaseUrl ?? '')} on http://${shown}/metrics`);
+  await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await pool.end().catch(() => {});
+  return 0;
+}
+
+export const metricsCommand: Command = {
+  name: 'metrics',
+  summary: 'serve health and capture counters in the Prometheus text format (or print them once)',
+  usage: `subagent-context metrics [--database-url URL] [--schema S] [--listen HOST:PORT | --once]
+
+Serves GET /metrics in the Prometheus text format, reading the database on every scrape:
+  gauges    subagent_context_shortfall (the alarm), _excess, _last_observed_timestamp_seconds,
+            _activated, _trigger_installed, _trigger_enabled, _failures, _collisions, _up
+  counters  subagent_context_attempted_total, _skipped_no_identity_total, _persisted_total,
+            _failed_total, _anomalous_value_total, _unknown_execution_total
+A value that is unknown (the shortfall before activation) is left out, never reported as 0. When the
+database does not answer a scrape, subagent_context_up is 0. Stops on Ctrl-C / SIGTERM.
+
+Options:
+  --listen HOST:PORT   where to listen (default 127.0.0.1:9811; port 0 picks a free one)
+  --once               print the metrics once to stdout and exit (cron, node_exporter textfile)
+
+Examples:
+  subagent-context metrics --listen 0.0.0.0:9811
+  subagent-context metrics --once > /var/lib/node_exporter/subagent_context.prom
+  # alert: subagent_context_shortfall > 0 or subagent_context_trigger_enabled == 0`,
+  options: { listen: { type: 'string' }, once: { type: 'boolean' } },
+  async run(ctx) {
+    if (ctx.args.once) {
+      const client = await connect(ctx.databaseUrl);
+      try {
+        await assertSchemaExists(client, ctx.schema);
+        process.stdout.write(formatMetrics(ctx.schema, true, await readMetricsRow(client, ctx.schema)));
+      } catch (err) {
+        throw explain(err, ctx.databaseUrl);
+      } finally {
+        await client.end().catch(() => {});
+      }
+      return 0;
+    }
+    return serve(ctx, (ctx.args.listen as string | undefined) ?? '127.0.0.1:9811');
+  },
+};
