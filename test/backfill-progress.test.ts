@@ -1,0 +1,98 @@
+// Backfill progress: on a terminal, `up` and `backfill` show how much history is being scanned and for
+// how long while the one backfill statement runs; piped or with --json they print no progress at all.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { freshDatabase } from './helpers/database.js';
+import { buildCli, runCli } from './helpers/cli.js';
+import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { backfill, historyEstimate } from '../src/install.js';
+
+const db = await freshDatabase('backfill_progress');
+let cli = '';
+beforeAll(() => { cli = buildCli('backfill_progress'); }, 120_000);
+
+async function withHistory(schema: string, messages: number) {
+  await db.createHost(schema);
+  const t = await createTurn(db.pool as any, schema, schema);
+  for (let i = 0; i < messages; i++) {
+    await insertMessage(db.pool as any, schema, { id: `m${i}`, session: t.session, task: t.task, turn: t.turn,
+      created_at: `2026-08-12 09:00:0${i}`, metadata: subagentMetadata({ tool_call_id: `toolu_${i}` }) });
+  }
+  await db.query(`ANALYZE "${schema}".task_session_messages`);
+}
+
+/** A terminal stand-in that records what is painted. */
+function terminal(isTTY: boolean) {
+  const chunks: string[] = [];
+  return { chunks, stream: { isTTY, write: (s: string) => { chunks.push(s); return true; } } };
+}
+
+describe('progress of the backfill statement', async () => {
+  await withHistory('tty', 3);
+  await db.install('tty');
+
+  it('estimates the rows to scan from the planner statistics', async () => {
+    const client = await db.connect();
+    expect((await historyEstimate(client, 'tty')).rows).toBe(3);
+  });
+
+  it('paints the estimate at once, then replaces the line with the outcome', async () => {
+    const client = await db.connect();
+    const { chunks, stream } = terminal(true);
+    const result = await backfill(client, 'tty', { progress: stream });
+    expect(result.status).toBe('activated');
+    expect(chunks[0]).toMatch(/^\r\x1b\[K⠋ backfill: scanning ~3 messages \([0-9]+ [a-zA-Z]+\) for subagent history  \d+\.\ds$/);
+    expect(chunks.at(-1)).toMatch(/^\r\x1b\[Kbackfill: activated, 3 rows stored \(\d+\.\ds\)\n$/);
+  });
+
+  it('writes nothing to a stream that is not a terminal', async () => {
+    await withHistory('pipe', 1);
+    await db.install('pipe');
+    const client = await db.connect();
+    const { chunks, stream } = terminal(false);
+    expect((await backfill(client, 'pipe', { progress: stream })).inserted).toBe(1);
+    expect(chunks).toEqual([]);
+  });
+});
+
+describe('the CLI', async () => {
+  await withHistory('cli_pipe', 2);
+  await withHistory('cli_json', 2);
+  await withHistory('cli_tty', 2);
+
+  it('up, piped: plain lines, no progress; says how many rows the backfill stored', async () => {
+    const r = await runCli(cli, ['up', '--database-url', db.url, '--schema', 'cli_pipe']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('applied migrations: 1764680000000_install-capture, 1764680000001_activate');
+    expect(lines[1]).toBe('backfill: activated');
+    expect(lines[2]).toBe('  rows backfilled   2');
+    expect(lines[3]).toMatch(/^ {2}capture_since {5}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}000Z$/);
+    expect(lines[4]).toBe('  backfill_through  2026-08-12T09:00:01.000000000Z');
+    expect(lines[5]).toBe('installed and activated');
+    expect(lines).toHaveLength(6);
+  });
+
+  it('up --json: one JSON object on stdout, nothing on stderr', async () => {
+    const r = await runCli(cli, ['up', '--database-url', db.url, '--schema', 'cli_json', '--json']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    const body = JSON.parse(r.stdout);
+    expect(body.applied).toEqual(['1764680000000_install-capture', '1764680000001_activate']);
+    expect(body.backfill).toMatchObject({ status: 'activated', inserted: 2, failure: null,
+      backfill_through: '2026-08-12T09:00:01.000000000Z' });
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('up on a terminal shows the scan estimate and the outcome', () => {
+    // util-linux `script` runs the command on a pseudo-terminal: the real TTY path, end to end.
+    const command = [process.execPath, cli, 'up', '--database-url', db.url, '--schema', 'cli_tty']
+      .map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+    const out = execFileSync('/usr/bin/script', ['-qec', command, '/dev/null'],
+      { env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8' });
+    expect(out).toContain('backfill: scanning ~2 messages (');
+    expect(out).toMatch(/backfill: activated, 2 rows stored \(\d+\.\ds\)\r?\n/);
+    expect(out).toContain('installed and activated');
+  });
+});
