@@ -155,16 +155,22 @@ const instant = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(0, 500_000, 1_000_000, 1_250_000, 2_000_000) },
 ).map((d) => BASE + d);
 
-/** One write: to one of a few message ids; the first write of an id is its INSERT, later ones UPDATE it. */
+/** One write: to one of a few message ids; the first write of an id is its INSERT, later ones UPDATE it
+ *  (or DELETE it, after which the next write INSERTs it again). */
 const writeSpec = fc.record({
   message: fc.integer({ min: 0, max: 3 }),
+  delete: pick([14, false], [1, true]),
+  // Usually each write is its own transaction; sometimes it joins the previous write's transaction.
+  joinsPreviousTransaction: pick([4, false], [1, true]),
+  // set_config('subagent_context.agent_execution_id', …, true) just before this write (null: not called);
+  // it lasts until the end of the transaction.
+  setConfig: pick<string | null>([6, null], [1, ''], [2, 'exec-1'], [2, 'exec-2']),
   session: pick<0 | 1 | 'empty'>([6, 0], [3, 1], [1, 'empty' as const]),
   task: pick<'own' | 'other' | '' | null>([8, 'own'], [1, 'other'], [1, ''], [1, null]),
   turn: pick<0 | 1 | 'empty'>([4, 0], [3, 1], [1, 'empty' as const]),
   createdAt: instant,
   updatedAt: instant,
   metadata: metadataValue,
-  executionSetting: pick<string | null>([6, null], [1, ''], [2, 'exec-1'], [2, 'exec-2']),
   // Which extra columns an UPDATE also sets (kandev rewrites only metadata and updated_at).
   moves: fc.record({
     turn: pick([5, false], [1, true]),
@@ -181,40 +187,58 @@ const sequence = fc.array(writeSpec, { minLength: 1, maxLength: 14 });
 
 let runNumber = 0;
 
+/** A write as the SQL runs it: which transaction, and whether set_config is called just before it. */
+interface Step {
+  write: MessageWrite;
+  beginsTransaction: boolean;
+  setConfig: string | null;
+}
+
 /** Concrete writes with ids private to this run (so runs share one database without interfering). */
-function concreteWrites(specs: WriteSpec[], run: string): { writes: MessageWrite[]; sessions: string[] } {
+function concreteWrites(specs: WriteSpec[], run: string): { steps: Step[]; sessions: string[] } {
   const sessions = [`${run}-s0`, `${run}-s1`];
   const sessionId = (s: WriteSpec['session']) => (s === 'empty' ? '' : sessions[s]);
   const taskId = (w: WriteSpec, session: string) =>
     w.task === 'own' ? (session === '' ? 'task-empty' : `${session}-task`) : w.task === 'other' ? `${run}-other-task` : w.task;
   const turnId = (t: WriteSpec['turn'], session: string) => (t === 'empty' ? '' : `${session === '' ? run : session}-t${t}`);
-  const seen = new Map<string, string>(); // message id -> its session
-  const writes = specs.map((w): MessageWrite => {
+  const live = new Map<string, string>(); // message id -> its session, while the message exists
+  let setting: string | null = null; // the transaction's current execution setting
+  const steps: Step[] = [];
+  for (const w of specs) {
     const id = `${run}-m${w.message}`;
-    const session = seen.get(id);
+    const session = live.get(id);
+    if (session === undefined && w.delete) continue; // nothing to delete
+    const beginsTransaction = steps.length === 0 || !w.joinsPreviousTransaction;
+    if (beginsTransaction) setting = null;
+    if (w.setConfig !== null) setting = w.setConfig;
+    const step = (write: MessageWrite) => steps.push({ write, beginsTransaction, setConfig: w.setConfig });
     if (session === undefined) {
       const s = sessionId(w.session);
-      seen.set(id, s);
+      live.set(id, s);
       const message: Message = {
         id, task_session_id: s, task_id: taskId(w, s), turn_id: turnId(w.turn, s),
         metadata: w.metadata, created_at: w.createdAt, updated_at: w.updatedAt,
       };
-      return { op: 'insert', message, executionSetting: w.executionSetting };
+      step({ op: 'insert', message, executionSetting: setting });
+    } else if (w.delete) {
+      live.delete(id);
+      step({ op: 'delete', id, executionSetting: setting });
+    } else {
+      const set: Extract<MessageWrite, { op: 'update' }>['set'] = { metadata: w.metadata, updated_at: w.updatedAt };
+      if (w.moves.turn) set.turn_id = turnId(w.turn, session);
+      if (w.moves.task) set.task_id = taskId(w, session);
+      if (w.moves.createdAt) set.created_at = w.createdAt;
+      step({ op: 'update', id, set, executionSetting: setting });
     }
-    const set: Extract<MessageWrite, { op: 'update' }>['set'] = { metadata: w.metadata, updated_at: w.updatedAt };
-    if (w.moves.turn) set.turn_id = turnId(w.turn, session);
-    if (w.moves.task) set.task_id = taskId(w, session);
-    if (w.moves.createdAt) set.created_at = w.createdAt;
-    return { op: 'update', id, set, executionSetting: w.executionSetting };
-  });
-  return { writes, sessions };
+  }
+  return { steps, sessions };
 }
 
 const literal = (v: string | null) => (v === null ? 'NULL' : `'${v.replaceAll("'", "''")}'`);
 const ts = (micros: number) => literal(timestampText(micros));
 
-/** The SQL a host would run: each write its own transaction, the execution id set transaction-locally. */
-function script(writes: MessageWrite[], sessions: string[], run: string): string {
+/** The SQL a host would run for a sequence: fixture rows, then the writes in their transactions. */
+function script(steps: Step[], sessions: string[], run: string): string {
   const setup = sessions.map((s) => `
     INSERT INTO tasks (id, title, created_at, updated_at) VALUES ('${s}-task', 't', '2026-08-12', '2026-08-12');
     INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES ('${s}', '${s}-task', '2026-08-12', '2026-08-12');
@@ -226,27 +250,32 @@ function script(writes: MessageWrite[], sessions: string[], run: string): string
     INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES
       ('${run}-t0', '', 'task-empty', '2026-08-12', '2026-08-12', '2026-08-12'),
       ('${run}-t1', '', 'task-empty', '2026-08-12', '2026-08-12', '2026-08-12');`;
-  return setup + emptySessionTurns + writes.map(writeSql).join('');
+  const writes = steps.map((s, i) =>
+    (s.beginsTransaction ? (i > 0 ? '\nCOMMIT;' : '') + '\nBEGIN;' : '') +
+    (s.setConfig === null ? '' : `\nSELECT set_config('subagent_context.agent_execution_id', ${literal(s.setConfig)}, true);`) +
+    '\n' + writeSql(s.write));
+  return setup + emptySessionTurns + writes.join('') + (steps.length ? '\nCOMMIT;' : '');
 }
 
 function writeSql(w: MessageWrite): string {
-  const setting = w.executionSetting === null ? '' :
-    `SELECT set_config('subagent_context.agent_execution_id', ${literal(w.executionSetting)}, true);`;
-  let statement: string;
-  if (w.op === 'insert') {
-    const m = w.message;
-    statement = `INSERT INTO task_session_messages
+  switch (w.op) {
+    case 'insert': {
+      const m = w.message;
+      return `INSERT INTO task_session_messages
       (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
       VALUES (${literal(m.id)}, ${literal(m.task_session_id)}, ${literal(m.task_id)}, ${literal(m.turn_id)},
               'agent', '', 'tool_call', ${literal(metadataText(m.metadata))}, ${ts(m.created_at)}, ${ts(m.updated_at)});`;
-  } else {
-    const sets = [`metadata = ${literal(metadataText(w.set.metadata!))}`, `updated_at = ${ts(w.set.updated_at!)}`];
-    if (w.set.turn_id !== undefined) sets.push(`turn_id = ${literal(w.set.turn_id)}`);
-    if (w.set.task_id !== undefined) sets.push(`task_id = ${literal(w.set.task_id)}`);
-    if (w.set.created_at !== undefined) sets.push(`created_at = ${ts(w.set.created_at)}`);
-    statement = `UPDATE task_session_messages SET ${sets.join(', ')} WHERE id = ${literal(w.id)};`;
+    }
+    case 'update': {
+      const sets = [`metadata = ${literal(metadataText(w.set.metadata!))}`, `updated_at = ${ts(w.set.updated_at!)}`];
+      if (w.set.turn_id !== undefined) sets.push(`turn_id = ${literal(w.set.turn_id)}`);
+      if (w.set.task_id !== undefined) sets.push(`task_id = ${literal(w.set.task_id)}`);
+      if (w.set.created_at !== undefined) sets.push(`created_at = ${ts(w.set.created_at)}`);
+      return `UPDATE task_session_messages SET ${sets.join(', ')} WHERE id = ${literal(w.id)};`;
+    }
+    case 'delete':
+      return `DELETE FROM task_session_messages WHERE id = ${literal(w.id)};`;
   }
-  return `\nBEGIN; ${setting}\n${statement}\nCOMMIT;`;
 }
 
 const COLUMNS = `task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
@@ -286,11 +315,11 @@ function tally(rows: Row[], stats: Stats) {
 /** One sequence through both implementations; throws a readable report on any difference. */
 async function check(specs: WriteSpec[]): Promise<void> {
   const run = `r${++runNumber}`;
-  const { writes, sessions } = concreteWrites(specs, run);
+  const { steps, sessions } = concreteWrites(specs, run);
   const model = new CaptureModel();
-  for (const w of writes) model.apply(w);
+  for (const s of steps) model.apply(s.write);
 
-  const sql = script(writes, sessions, run);
+  const sql = script(steps, sessions, run);
   await client.query(sql);
   const { rows } = await client.query(
     `SELECT ${COLUMNS} FROM task_session_subagents WHERE task_session_id = ANY($1) OR task_id LIKE $2`,
@@ -304,10 +333,14 @@ async function check(specs: WriteSpec[]): Promise<void> {
   const sameRows = isDeepStrictEqual(actual, expected);
   const sameStats = isDeepStrictEqual({ ...delta }, { ...model.stats });
   const identity = delta.attempted === delta.skipped_no_identity + delta.persisted + delta.failed;
-  totals.writes += writes.length;
+  totals.writes += steps.length;
   totals.qualifying += Number(model.stats.attempted);
   totals.rows += expected.length;
   tally(expected, model.stats);
+  saw('message deleted, then inserted again', steps.some((s, i) =>
+    s.write.op === 'delete' && steps.slice(i + 1).some((t) => t.write.op === 'insert' && t.write.message.id === (s.write as { id: string }).id)));
+  saw('transaction of several writes, execution set once', steps.some((s, i) =>
+    !s.beginsTransaction && s.setConfig === null && steps[i - 1].setConfig !== null && s.write.op !== 'delete'));
   if (sameRows && sameStats && identity) return;
 
   throw new Error([
@@ -333,7 +366,7 @@ describe('differential: the trigger against the SPEC model', () => {
     expect(totals.rows).toBeGreaterThan(RUNS);
     console.log('differential: cases reached (sequences):', reached);
     for (const [what, times] of Object.entries(reached)) expect(times, what).toBeGreaterThanOrEqual(10);
-    expect(Object.keys(reached)).toHaveLength(11);
+    expect(Object.keys(reached)).toHaveLength(13);
 
     // Over the whole run, the stats identity holds on the absolute counters too.
     const s = await readStats();

@@ -216,14 +216,16 @@ export interface Message {
   updated_at: number; // µs
 }
 
-/** One committed write: an INSERT of a whole row, or an UPDATE of some columns of an existing row. */
+/** One message write: an INSERT of a whole row, an UPDATE of some columns of an existing row, or a DELETE.
+ *  executionSetting is the value of subagent_context.agent_execution_id in the writing transaction
+ *  (set with set_config(…, true)); null when the transaction never set it. */
 export type MessageWrite =
   | { op: 'insert'; message: Message; executionSetting: string | null }
+  | { op: 'delete'; id: string; executionSetting: string | null }
   | {
       op: 'update';
       id: string;
       set: Partial<Omit<Message, 'id' | 'task_session_id'>>;
-      /** subagent_context.agent_execution_id set with set_config(…, true) in the writing transaction */
       executionSetting: string | null;
     };
 
@@ -237,6 +239,10 @@ export class CaptureModel {
 
   apply(w: MessageWrite): void {
     let message: Message;
+    if (w.op === 'delete') {
+      this.messages.delete(w.id); // SPEC §6: deleting a message leaves its row in place
+      return;
+    }
     if (w.op === 'insert') {
       message = { ...w.message };
     } else {
