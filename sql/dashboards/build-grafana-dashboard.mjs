@@ -1,6 +1,7 @@
 // Writes grafana-dashboard.json from the .sql files beside it, so each panel runs exactly the query in
 // its file (the test suite checks that they agree). Run: node sql/dashboards/build-grafana-dashboard.mjs
 import { readFileSync, writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 const dir = new URL('./', import.meta.url);
 const DS = { type: 'grafana-postgresql-datasource', uid: '${DS}' };
@@ -13,73 +14,79 @@ export function grafanaSql(file) {
   return lines.join('\n').trim().replaceAll('@extschema@', '"${schema:raw}"');
 }
 
-let id = 0;
-const target = (file, format = 'table') => ({
-  refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: grafanaSql(file),
-});
-const pos = (x, y, w, h) => ({ x, y, w, h });
+/** The dashboard, as grafana-dashboard.json holds it. */
+export function buildDashboard() {
+  let id = 0;
+  const target = (file, format = 'table') => ({
+    refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: grafanaSql(file),
+  });
+  const pos = (x, y, w, h) => ({ x, y, w, h });
 
-function stat(title, file, field, gridPos, thresholds, extra = {}) {
-  return {
-    id: ++id, type: 'stat', title, datasource: DS, gridPos, targets: [target(file)],
-    options: { reduceOptions: { calcs: ['lastNotNull'], fields: `/^${field}$/`, values: false }, colorMode: 'background', textMode: 'value' },
-    fieldConfig: { defaults: { thresholds: { mode: 'absolute', steps: thresholds }, noValue: 'unknown', ...extra }, overrides: [] },
+  function stat(title, file, field, gridPos, thresholds, extra = {}) {
+    return {
+      id: ++id, type: 'stat', title, datasource: DS, gridPos, targets: [target(file)],
+      options: { reduceOptions: { calcs: ['lastNotNull'], fields: `/^${field}$/`, values: false }, colorMode: 'background', textMode: 'value' },
+      fieldConfig: { defaults: { thresholds: { mode: 'absolute', steps: thresholds }, noValue: 'unknown', ...extra }, overrides: [] },
+    };
+  }
+  const green = { color: 'green', value: null };
+  const table = (title, file, gridPos, description) => ({
+    id: ++id, type: 'table', title, description, datasource: DS, gridPos, targets: [target(file)],
+    fieldConfig: { defaults: { noValue: 'unknown' }, overrides: [] }, options: { showHeader: true },
+  });
+  const bars = (title, file, x, gridPos, description) => ({
+    id: ++id, type: 'barchart', title, description, datasource: DS, gridPos, targets: [target(file)],
+    options: { xField: x, orientation: 'vertical', showValue: 'always', legend: { showLegend: false } },
+    fieldConfig: { defaults: {}, overrides: [] },
+  });
+
+  const panels = [
+    { id: ++id, type: 'row', title: 'Capture health', collapsed: false, gridPos: pos(0, 0, 24, 1), panels: [] },
+    stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 5, 4),
+      [green, { color: 'red', value: 1 }], { description: 'The only alarm. Run `subagent-context repair`. Empty before activation.' }),
+    stat('Excess (never alarms)', 'health.sql', 'excess', pos(5, 1, 4, 4), [{ color: 'blue', value: null }]),
+    stat('Trigger enabled', 'health.sql', 'trigger_enabled', pos(9, 1, 4, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
+      { mappings: [{ type: 'value', options: { true: { text: 'enabled', color: 'green' }, false: { text: 'DISABLED', color: 'red' } } }] }),
+    stat('Activated', 'health.sql', 'activated', pos(13, 1, 3, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
+      { mappings: [{ type: 'value', options: { true: { text: 'yes', color: 'green' }, false: { text: 'NO', color: 'red' } } }] }),
+    stat('Last observed (UTC)', 'health.sql', 'last_observed_at', pos(16, 1, 5, 4), [{ color: 'text', value: null }],
+      { noValue: 'nothing captured since activation' }),
+    stat('Failures since activation', 'health.sql', 'failures', pos(21, 1, 3, 4), [green, { color: 'orange', value: 1 }]),
+    table('Capture counters', 'stats.sql', pos(0, 5, 24, 3), 'Sequences since installation: not transactional, they only grow.'),
+    { id: ++id, type: 'row', title: 'Fan-out', collapsed: false, gridPos: pos(0, 8, 24, 1), panels: [] },
+    bars('Fan-out per turn (turns that launched N subagents)', 'fanout-per-turn.sql', 'fanout', pos(0, 9, 12, 8)),
+    bars('Subagents per session', 'subagents-per-session.sql', 'subagents', pos(12, 9, 12, 8)),
+    table('Per card and per session', 'sessions-and-cards.sql', pos(0, 17, 24, 3),
+      '"sessions per card" is what kandev shows; each subagent is one more model context.'),
+    table('Totals', 'overview.sql', pos(0, 20, 24, 3)),
+    {
+      id: ++id, type: 'timeseries', title: 'Subagents first observed per hour', datasource: DS, gridPos: pos(0, 23, 24, 8),
+      targets: [target('observed-per-hour.sql', 'time_series')], fieldConfig: { defaults: { custom: { drawStyle: 'bars' } }, overrides: [] }, options: {},
+    },
+    { id: ++id, type: 'row', title: 'Usage (unknown = not reported, never 0)', collapsed: false, gridPos: pos(0, 31, 24, 1), panels: [] },
+    table('By subagent_type', 'usage-by-subagent-type.sql', pos(0, 32, 24, 8)),
+    table('By model', 'usage-by-model.sql', pos(0, 40, 24, 7)),
+    bars('By agent status', 'agent-status.sql', 'agent_status', pos(0, 47, 12, 8)),
+    table('Nesting (depth; empty = parent not captured)', 'nesting.sql', pos(12, 47, 6, 8)),
+    table('Settled vs outstanding', 'settlement.sql', pos(18, 47, 6, 8)),
+  ];
+
+  const dashboard = {
+    __inputs: [{ name: 'DS', label: "kandev's PostgreSQL", type: 'datasource', pluginId: 'grafana-postgresql-datasource', pluginName: 'PostgreSQL' }],
+    uid: 'subagent-context', title: 'subagent-context: capture health and fan-out', tags: ['kandev', 'subagent-context'],
+    timezone: 'utc', schemaVersion: 39, version: 1, editable: true, refresh: '1m',
+    time: { from: 'now-7d', to: 'now' },
+    templating: {
+      list: [
+        { name: 'DS', label: 'data source', type: 'datasource', query: 'grafana-postgresql-datasource', current: {}, hide: 0 },
+        { name: 'schema', label: "schema of kandev's tables", type: 'textbox', query: 'public', current: { text: 'public', value: 'public' }, hide: 0 },
+      ],
+    },
+    panels,
   };
+  return dashboard;
 }
-const green = { color: 'green', value: null };
-const table = (title, file, gridPos, description) => ({
-  id: ++id, type: 'table', title, description, datasource: DS, gridPos, targets: [target(file)],
-  fieldConfig: { defaults: { noValue: 'unknown' }, overrides: [] }, options: { showHeader: true },
-});
-const bars = (title, file, x, gridPos, description) => ({
-  id: ++id, type: 'barchart', title, description, datasource: DS, gridPos, targets: [target(file)],
-  options: { xField: x, orientation: 'vertical', showValue: 'always', legend: { showLegend: false } },
-  fieldConfig: { defaults: {}, overrides: [] },
-});
 
-const panels = [
-  { id: ++id, type: 'row', title: 'Capture health', collapsed: false, gridPos: pos(0, 0, 24, 1), panels: [] },
-  stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 5, 4),
-    [green, { color: 'red', value: 1 }], { description: 'The only alarm. Run `subagent-context repair`. Empty before activation.' }),
-  stat('Excess (never alarms)', 'health.sql', 'excess', pos(5, 1, 4, 4), [{ color: 'blue', value: null }]),
-  stat('Trigger enabled', 'health.sql', 'trigger_enabled', pos(9, 1, 4, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
-    { mappings: [{ type: 'value', options: { true: { text: 'enabled', color: 'green' }, false: { text: 'DISABLED', color: 'red' } } }] }),
-  stat('Activated', 'health.sql', 'activated', pos(13, 1, 3, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
-    { mappings: [{ type: 'value', options: { true: { text: 'yes', color: 'green' }, false: { text: 'NO', color: 'red' } } }] }),
-  stat('Last observed (UTC)', 'health.sql', 'last_observed_at', pos(16, 1, 5, 4), [{ color: 'text', value: null }],
-    { noValue: 'nothing captured since activation' }),
-  stat('Failures since activation', 'health.sql', 'failures', pos(21, 1, 3, 4), [green, { color: 'orange', value: 1 }]),
-  table('Capture counters', 'stats.sql', pos(0, 5, 24, 3), 'Sequences since installation: not transactional, they only grow.'),
-  { id: ++id, type: 'row', title: 'Fan-out', collapsed: false, gridPos: pos(0, 8, 24, 1), panels: [] },
-  bars('Fan-out per turn (turns that launched N subagents)', 'fanout-per-turn.sql', 'fanout', pos(0, 9, 12, 8)),
-  bars('Subagents per session', 'subagents-per-session.sql', 'subagents', pos(12, 9, 12, 8)),
-  table('Per card and per session', 'sessions-and-cards.sql', pos(0, 17, 24, 3),
-    '"sessions per card" is what kandev shows; each subagent is one more model context.'),
-  table('Totals', 'overview.sql', pos(0, 20, 24, 3)),
-  {
-    id: ++id, type: 'timeseries', title: 'Subagents first observed per hour', datasource: DS, gridPos: pos(0, 23, 24, 8),
-    targets: [target('observed-per-hour.sql', 'time_series')], fieldConfig: { defaults: { custom: { drawStyle: 'bars' } }, overrides: [] }, options: {},
-  },
-  { id: ++id, type: 'row', title: 'Usage (unknown = not reported, never 0)', collapsed: false, gridPos: pos(0, 31, 24, 1), panels: [] },
-  table('By subagent_type', 'usage-by-subagent-type.sql', pos(0, 32, 24, 8)),
-  table('By model', 'usage-by-model.sql', pos(0, 40, 24, 7)),
-  bars('By agent status', 'agent-status.sql', 'agent_status', pos(0, 47, 12, 8)),
-  table('Nesting (depth; empty = parent not captured)', 'nesting.sql', pos(12, 47, 6, 8)),
-  table('Settled vs outstanding', 'settlement.sql', pos(18, 47, 6, 8)),
-];
-
-const dashboard = {
-  __inputs: [{ name: 'DS', label: "kandev's PostgreSQL", type: 'datasource', pluginId: 'grafana-postgresql-datasource', pluginName: 'PostgreSQL' }],
-  uid: 'subagent-context', title: 'subagent-context: capture health and fan-out', tags: ['kandev', 'subagent-context'],
-  timezone: 'utc', schemaVersion: 39, version: 1, editable: true, refresh: '1m',
-  time: { from: 'now-7d', to: 'now' },
-  templating: {
-    list: [
-      { name: 'DS', label: 'data source', type: 'datasource', query: 'grafana-postgresql-datasource', current: {}, hide: 0 },
-      { name: 'schema', label: "schema of kandev's tables", type: 'textbox', query: 'public', current: { text: 'public', value: 'public' }, hide: 0 },
-    ],
-  },
-  panels,
-};
-
-writeFileSync(new URL('grafana-dashboard.json', dir), JSON.stringify(dashboard, null, 2) + '\n');
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  writeFileSync(new URL('grafana-dashboard.json', dir), JSON.stringify(buildDashboard(), null, 2) + '\n');
+}

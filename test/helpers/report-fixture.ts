@@ -1,0 +1,120 @@
+// A small kandev history whose report is known by hand (test/report.test.ts spells out every number):
+// 3 cards, 4 sessions (card A has two; card C's session launched nothing), 4 turns, 8 subagents.
+//
+//   turn  session  subagent  status (agent/tool)         type        model  tokens tools  ms     parent
+//   a1t1  A1       x1        completed/completed         Explore     m1     1000   0      2000   -
+//   a1t1  A1       x2        async_launched/completed    Explore     -      -      -      -      -
+//   a1t1  A1       x3        async_launched/completed    Explore     -      -      -      -      x1
+//   a1t1  A1       x4        async_launched/in_progress  Explore     -      -      -      -      x3
+//   a2t1  A2       y1        completed/completed         (missing)   m1     3000   5      4000   -   (history: backfilled)
+//   b1t1  B1       z1        started/in_progress         general     -      -      -      -      -   (OpenCode)
+//   b1t1  B1       z2        (absent)/completed          general     -      -      -      -      toolu_gone (not captured)
+//   b1t2  B1       w1        completed/completed         Explore     m2     500    0      -      -
+//
+// Live messages are created on 2099-01-01 (after activation); seconds from creation to the terminal
+// frame: x1 10, x2 2, x3 4, y1 20, z2 6, w1 8.
+import type { TestDatabase } from './database.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../src/host.js';
+import type pg from 'pg';
+
+export interface SeedResult {
+  /** Qualifying message writes made after installation (what the capture stats count as attempted). */
+  liveQualifyingWrites: number;
+}
+
+const at = (s: number) => `2099-01-01 00:00:${String(s).padStart(2, '0')}`;
+
+export async function seedReportFixture(db: TestDatabase, schema = 'public'): Promise<SeedResult> {
+  await db.createHost(schema);
+  const c: pg.Client = await db.connect();
+  const A1 = await createTurn(c, schema, 'a1t1');
+  // Card A's second session, and card B's and C's sessions, on their own turns.
+  const turn = async (task: string, session: string, turnId: string) => {
+    const s = `"${schema}"`;
+    await c.query(`INSERT INTO ${s}.tasks (id, title, created_at, updated_at) VALUES ($1, $1, '2026-08-12', '2026-08-12') ON CONFLICT DO NOTHING`, [task]);
+    await c.query(`INSERT INTO ${s}.task_sessions (id, task_id, started_at, updated_at) VALUES ($1, $2, '2026-08-12', '2026-08-12') ON CONFLICT DO NOTHING`, [session, task]);
+    await c.query(`INSERT INTO ${s}.task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ($1, $2, $3, '2026-08-12', '2026-08-12', '2026-08-12')`, [turnId, session, task]);
+    return { task, session, turn: turnId };
+  };
+  const A2 = await turn(A1.task, 'session-a2', 'a2t1');
+  const B1 = await turn('task-b', 'session-b1', 'b1t1');
+  const B1t2 = { ...B1, turn: 'b1t2' };
+  await c.query(`INSERT INTO "${schema}".task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ('b1t2', $1, $2, '2026-08-12', '2026-08-12', '2026-08-12')`, [B1.session, B1.task]);
+  await turn('task-c', 'session-c1', 'c1t1');
+
+  // History: y1, written before installation, already finished.
+  await insertMessage(c, schema, { id: 'm-y1', session: A2.session, task: A2.task, turn: A2.turn,
+    created_at: '2026-08-12 09:00:00', updated_at: '2026-08-12 09:00:20',
+    metadata: subagentMetadata({ tool_call_id: 'y1', status: 'completed',
+      subagent: { status: 'completed', model: 'm1', total_tokens: 3000, tool_use_count: 5, duration_ms: 4000 } }) });
+
+  await db.up(schema);
+
+  let writes = 0;
+  const ins = async (id: string, t: { session: string; task: string; turn: string }, s: number, meta: string) => {
+    writes++;
+    await insertMessage(c, schema, { id, session: t.session, task: t.task, turn: t.turn, created_at: at(s), metadata: meta });
+  };
+  const upd = async (id: string, s: number, meta: string) => { writes++; await updateMessage(c, schema, id, meta, at(s)); };
+
+  const explore = (extra: Record<string, unknown>) => ({ subagent_type: 'Explore', ...extra });
+  const async_ = explore({ status: 'async_launched', is_async: true });
+  // x1: completed with usage (tool_use_count 0 is a reported zero).
+  await ins('m-x1', A1, 1, subagentMetadata({ tool_call_id: 'x1', status: 'pending', subagent: explore({}) }));
+  await upd('m-x1', 11, subagentMetadata({ tool_call_id: 'x1', status: 'completed',
+    subagent: explore({ status: 'completed', model: 'm1', total_tokens: 1000, tool_use_count: 0, duration_ms: 2000 }) }));
+  // x2..x4: background launches; x3 nested under x1, x4 under x3 (still running).
+  await ins('m-x2', A1, 2, subagentMetadata({ tool_call_id: 'x2', status: 'in_progress', subagent: async_ }));
+  await upd('m-x2', 4, subagentMetadata({ tool_call_id: 'x2', status: 'completed', subagent: async_ }));
+  await ins('m-x3', A1, 3, subagentMetadata({ tool_call_id: 'x3', parent_tool_call_id: 'x1', status: 'in_progress', subagent: async_ }));
+  await upd('m-x3', 7, subagentMetadata({ tool_call_id: 'x3', parent_tool_call_id: 'x1', status: 'completed', subagent: async_ }));
+  await ins('m-x4', A1, 5, subagentMetadata({ tool_call_id: 'x4', parent_tool_call_id: 'x3', status: 'in_progress', subagent: async_ }));
+  // z1: OpenCode child, still running; z2: its parent was never captured, no agent status.
+  await ins('m-z1', B1, 6, subagentMetadata({ tool_call_id: 'z1', status: 'in_progress',
+    subagent: { subagent_type: 'general', status: 'started', child_session_id: 'ses_z1' } }));
+  await ins('m-z2', B1, 8, subagentMetadata({ tool_call_id: 'z2', parent_tool_call_id: 'toolu_gone', status: 'pending', subagent: { subagent_type: 'general' } }));
+  await upd('m-z2', 14, subagentMetadata({ tool_call_id: 'z2', parent_tool_call_id: 'toolu_gone', status: 'completed', subagent: { subagent_type: 'general' } }));
+  // w1: completed with tokens and a zero tool count, but no duration reported.
+  await ins('m-w1', B1t2, 9, subagentMetadata({ tool_call_id: 'w1', status: 'pending', subagent: explore({}) }));
+  await upd('m-w1', 17, subagentMetadata({ tool_call_id: 'w1', status: 'completed',
+    subagent: explore({ status: 'completed', model: 'm2', total_tokens: 500, tool_use_count: 0 }) }));
+  // Plain chat messages never qualify.
+  await insertMessage(c, schema, { id: 'm-chat', session: B1.session, task: B1.task, turn: B1.turn, created_at: at(1), metadata: '{}', type: 'message' });
+  return { liveQualifyingWrites: writes };
+}
+
+/** The report test/report.test.ts expects for the fixture (the JSON of `subagent-context report`). */
+export function expectedReport(schema = 'public') {
+  const none = { total_tokens: null, avg_tokens: null, max_tokens: null, avg_duration_ms: null, max_duration_ms: null, avg_tool_uses: null };
+  return {
+    schema,
+    overview: { subagents: 8, live: 7, backfill: 1, sessions: 3, turns: 4, usage_reported: 3, usage_not_reported: 5,
+      subagent_type_missing: 1, total_tokens: 4500, max_tokens: 3000, unknown_execution: 8 },
+    fanout_per_turn: [{ fanout: 1, turns: 2 }, { fanout: 2, turns: 1 }, { fanout: 4, turns: 1 }],
+    sessions_and_cards: { cards: 3, sessions: 4, subagents: 8, sessions_with_subagents: 3, sessions_per_card: 1.33,
+      subagents_per_session: 2, subagents_per_card: 2.67, contexts_per_card: 4, most_subagents_in_one_session: 4 },
+    subagents_per_session: [{ subagents: 0, sessions: 1 }, { subagents: 1, sessions: 1 }, { subagents: 3, sessions: 1 }, { subagents: 4, sessions: 1 }],
+    by_subagent_type: [
+      { subagent_type: 'Explore', subagents: 5, async: 3, usage_reported: 2, usage_not_reported: 3, total_tokens: 1500,
+        avg_tokens: 750, max_tokens: 1000, avg_duration_ms: 2000, max_duration_ms: 2000, avg_tool_uses: 0 },
+      { subagent_type: 'general', subagents: 2, async: 0, usage_reported: 0, usage_not_reported: 2, ...none },
+      { subagent_type: '(not reported)', subagents: 1, async: 0, usage_reported: 1, usage_not_reported: 0, total_tokens: 3000,
+        avg_tokens: 3000, max_tokens: 3000, avg_duration_ms: 4000, max_duration_ms: 4000, avg_tool_uses: 5 },
+    ],
+    by_model: [
+      { model: '(not reported)', subagents: 5, async: 3, usage_reported: 0, usage_not_reported: 5, ...none },
+      { model: 'm1', subagents: 2, async: 0, usage_reported: 2, usage_not_reported: 0, total_tokens: 4000,
+        avg_tokens: 2000, max_tokens: 3000, avg_duration_ms: 3000, max_duration_ms: 4000, avg_tool_uses: 2.5 },
+      { model: 'm2', subagents: 1, async: 0, usage_reported: 1, usage_not_reported: 0, total_tokens: 500,
+        avg_tokens: 500, max_tokens: 500, avg_duration_ms: null, max_duration_ms: null, avg_tool_uses: 0 },
+    ],
+    agent_status: [
+      { agent_status: 'async_launched', subagents: 3, usage_reported: 0, model_reported: 0 },
+      { agent_status: 'completed', subagents: 3, usage_reported: 3, model_reported: 3 },
+      { agent_status: '(absent)', subagents: 1, usage_reported: 0, model_reported: 0 },
+      { agent_status: 'started', subagents: 1, usage_reported: 0, model_reported: 0 },
+    ],
+    nesting: [{ depth: 0, subagents: 5 }, { depth: 1, subagents: 1 }, { depth: 2, subagents: 1 }, { depth: null, subagents: 1 }],
+    settlement: { settled: 6, outstanding: 2, outstanding_async: 1, oldest_outstanding_since: '2099-01-01T00:00:05Z', median_seconds_to_settle: 7 },
+  };
+}
