@@ -145,7 +145,7 @@ describe('a missed subagent beside a standing excess', async () => {
     const before = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1 });
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, shortfall: 0 });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
     const { id, ...repaired } = after.find((row) => row.tool_call_id === 'toolu_missed');
@@ -158,7 +158,7 @@ describe('a missed subagent beside a standing excess', async () => {
     });
     expect(await health('miss')).toMatchObject({ shortfall: 0n, excess: 2n });
     const again = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss']);
-    expect(again).toEqual({ code: 0, stdout: 'repaired 0 missing rows\n', stderr: '' });
+    expect(again).toEqual({ code: 0, stdout: 'repaired 0 missing rows; shortfall now 0\n', stderr: '' });
   });
 });
 
@@ -273,5 +273,28 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     expect(body).toEqual({ status: 'not installed', activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: false, failures: null,
       collisions: null, stats: null });
+  });
+});
+
+describe('a tool_call_id reused after activation in the same session (SPEC §10 limit)', async () => {
+  await db.createHost('reuse');
+  const t = await createTurn(db.pool as any, 'reuse', 'reuse');
+  await insertMessage(db.pool as any, 'reuse', { id: 'first', session: t.session, task: t.task, turn: t.turn,
+    created_at: '2026-01-01 00:00:00', metadata: frame('toolu_again') });
+  await db.up('reuse');
+  await db.query(`UPDATE reuse.kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [SINCE]);
+  // The later message merges into the backfilled row, whose observed_at (write-once) predates activation.
+  await insertMessage(db.pool as any, 'reuse', { id: 'second', session: t.session, task: t.task, turn: t.turn,
+    created_at: '2030-01-01 00:00:01', metadata: frame('toolu_again') });
+
+  it('stays a shortfall that repair cannot clear, and repair says so', async () => {
+    expect(await health('reuse')).toMatchObject({ shortfall: 1n, excess: 0n, last_observed_at: null });
+    const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'reuse']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('repaired 0 missing rows; shortfall now 1\n' +
+      '1 still missing: a row for the same session and tool call exists, observed before capture_since ' +
+      '(a reused tool_call_id), or they were written after this repair. See docs/health.md.\n');
+    const { rows } = await db.query(`SELECT tool_call_id, source, observed_at FROM reuse.task_session_subagents`);
+    expect(rows).toEqual([{ tool_call_id: 'toolu_again', source: 'backfill', observed_at: '2026-01-01 00:00:00' }]);
   });
 });

@@ -1,7 +1,8 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { quoteIdent } from '../sql.js';
-import { printJson } from '../output.js';
+import { readHealth } from '../health.js';
+import { printJson, yellow } from '../output.js';
 
 export const repairCommand: Command = {
   name: 'repair',
@@ -9,7 +10,10 @@ export const repairCommand: Command = {
   usage: `subagent-context repair [--database-url URL] [--schema S] [--json]
 
 Stores, for every subagent the health shortfall counts as missing, the row derived from its newest
-message. Rows that exist are never touched. Afterwards the shortfall is 0.
+message (source 'backfill', execution 'unknown'). Rows that exist are never touched. Then reads the
+shortfall again and says what, if anything, is still missing (see docs/health.md).
+
+--json prints {"repaired": N, "shortfall": M}: rows stored, and the shortfall afterwards.
 
 Example:
   subagent-context health || subagent-context repair`,
@@ -18,8 +22,18 @@ Example:
       const { rows } = await client.query(
         `SELECT repaired::float8 AS repaired FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`);
       const repaired = rows[0].repaired as number;
-      if (ctx.json) printJson({ repaired });
-      else console.log(`repaired ${repaired} missing row${repaired === 1 ? '' : 's'}`);
+      const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
+      if (ctx.json) printJson({ repaired, shortfall });
+      else {
+        console.log(`repaired ${repaired} missing row${repaired === 1 ? '' : 's'}; shortfall now ${shortfall}`);
+        // A key can stay missing when a row for the same session and tool call already exists under
+        // execution 'unknown' but was observed before capture_since (a tool_call_id reused after
+        // activation): repair never touches an existing row.
+        if (shortfall > 0) {
+          console.log(yellow(`${shortfall} still missing: a row for the same session and tool call exists, observed ` +
+            'before capture_since (a reused tool_call_id), or they were written after this repair. See docs/health.md.'));
+        }
+      }
       return 0;
     });
   },
