@@ -40,7 +40,7 @@ const textValue = (...strings: string[]) =>
   fc.oneof(
     { weight: 8, arbitrary: fc.constantFrom(...strings).map((s) => J.str(s)) },
     { weight: 2, arbitrary: fc.constant(J.str('')) },
-    { weight: 1, arbitrary: fc.constantFrom(J.num('5'), J.null, J.bool(true), J.obj([]), J.str('say "hi" \\ é ✓')) },
+    { weight: 1, arbitrary: fc.constantFrom(J.num('5'), J.null, J.bool(true), J.obj([]), J.str('say "hi" \\ é ✓'), J.str('😀 ok'), J.str('😀 ok', true)) },
   );
 
 const metricLexemes = [
@@ -55,7 +55,7 @@ const metricValue = fc.oneof(
 
 const isAsyncValue = fc.constantFrom(
   J.bool(true), J.num('1'), J.str('true'), J.bool(false), J.str('1'), J.num('1.0'), J.num('1e0'),
-  J.str('TRUE'), J.num('0'), J.null, J.str('true', true),
+  J.str('TRUE'), J.num('0'), J.null, J.str('true', true), J.num('0.1e1'), J.num('10e-1'),
 );
 
 const toolStatusValue = fc.oneof(
@@ -84,7 +84,7 @@ const optional = (key: string, value: fc.Arbitrary<Json>, presentWeight = 2) =>
 const members = (...parts: fc.Arbitrary<[string, Json][]>[]) =>
   fc.tuple(...parts).map((ps) => ps.flat());
 
-const subagentTaskObject = members(
+const subagentTaskMembers = members(
   optional('description', textValue('review the diff', 'write tests')),
   optional('prompt', textValue('not stored')),
   optional('subagent_type', textValue('security-reviewer', 'general-purpose')),
@@ -97,7 +97,11 @@ const subagentTaskObject = members(
   optional('duration_ms', metricValue),
   optional('is_async', isAsyncValue),
   optional('result_text', textValue('not stored')),
-).map(J.obj);
+);
+
+const subagentTaskObject = fc
+  .tuple(subagentTaskMembers, pick([12, false], [1, true]))
+  .map(([entries, escapeKeys]) => J.obj(entries, escapeKeys));
 
 const subagentTask = fc.oneof(
   { weight: 12, arbitrary: subagentTaskObject },
@@ -127,13 +131,19 @@ const frameDocument = fc
       optional('normalized', normalizedValue, 30),
     ),
     fc.oneof({ weight: 12, arbitrary: fc.constant([] as [string, Json][]) }, { weight: 1, arbitrary: optional('status', toolStatusValue, 1) }),
+    pick([12, false], [1, true]), // keys written as \u escapes
     // Rarely, something jsonb cannot hold: the whole document then does not qualify.
     fc.oneof(
       { weight: 40, arbitrary: fc.constant([] as [string, Json][]) },
-      { weight: 1, arbitrary: fc.constantFrom<[string, Json][]>([['note', J.str('nul \u0000 here')]], [['huge', J.num('1e999999')]]) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom<[string, Json][]>(
+          [['note', J.str('nul \u0000 here')]], [['huge', J.num('1e999999')]],
+          [['note', J.str('half \ud83d')]], [['note', J.str('\ude00 half', true)]]),
+      },
     ),
   )
-  .map(([main, repeated, hostile]) => J.obj([...main, ...repeated, ...hostile]));
+  .map(([main, repeated, escapeKeys, hostile]) => J.obj([...main, ...repeated, ...hostile], escapeKeys));
 
 const metadataValue: fc.Arbitrary<Metadata> = fc.oneof(
   { weight: 20, arbitrary: frameDocument.map((json) => ({ json })) },

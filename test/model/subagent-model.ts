@@ -18,7 +18,7 @@ export type Json =
   | { t: 'num'; lex: string }
   | { t: 'str'; v: string; escapeAll?: boolean } // escapeAll: every character written as \uXXXX
   | { t: 'arr'; items: Json[] }
-  | { t: 'obj'; entries: [string, Json][] };
+  | { t: 'obj'; entries: [string, Json][]; escapeKeys?: boolean };
 
 /** The metadata column after a write: a JSON document, or text that is not JSON at all (or SQL NULL). */
 export type Metadata = { json: Json } | { notJson: string | null };
@@ -29,8 +29,14 @@ export const J = {
   num: (lex: string): Json => ({ t: 'num', lex }),
   str: (v: string, escapeAll = false): Json => (escapeAll ? { t: 'str', v, escapeAll } : { t: 'str', v }),
   arr: (...items: Json[]): Json => ({ t: 'arr', items }),
-  obj: (entries: [string, Json][]): Json => ({ t: 'obj', entries }),
+  obj: (entries: [string, Json][], escapeKeys = false): Json => (escapeKeys ? { t: 'obj', entries, escapeKeys } : { t: 'obj', entries }),
 };
+
+/** A JSON string literal; escapeAll writes every UTF-16 unit as \uXXXX (so "tool_call_id" can hide). */
+function stringText(v: string, escapeAll = false): string {
+  if (!escapeAll) return JSON.stringify(v);
+  return '"' + v.split('').map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('') + '"';
+}
 
 /** The text a writer stores for a document. */
 export function jsonText(v: Json): string {
@@ -38,12 +44,9 @@ export function jsonText(v: Json): string {
     case 'null': return 'null';
     case 'bool': return String(v.v);
     case 'num': return v.lex;
-    case 'str':
-      return v.escapeAll
-        ? '"' + [...v.v].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('') + '"'
-        : JSON.stringify(v.v);
+    case 'str': return stringText(v.v, v.escapeAll);
     case 'arr': return '[' + v.items.map(jsonText).join(',') + ']';
-    case 'obj': return '{' + v.entries.map(([k, e]) => JSON.stringify(k) + ':' + jsonText(e)).join(',') + '}';
+    case 'obj': return '{' + v.entries.map(([k, e]) => stringText(k, v.escapeKeys) + ':' + jsonText(e)).join(',') + '}';
   }
 }
 
@@ -105,13 +108,19 @@ function integerValue(lex: string): bigint | undefined {
 // ---------------------------------------------------------------------------------------------------
 // Derivation (SPEC §4, decisions "Derivation")
 
-/** jsonb can hold the document: no \u0000 in any string, every number within numeric's range. */
+/** A string jsonb can hold: no \u0000, and no UTF-16 surrogate without its partner (not a character). */
+function jsonbHoldsString(v: string): boolean {
+  return !v.includes('\u0000') && !LONE_SURROGATE.test(v);
+}
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** jsonb can hold the document: every string holdable, every number within numeric's range. */
 function jsonbHolds(v: Json): boolean {
   switch (v.t) {
-    case 'str': return !v.v.includes('\u0000');
+    case 'str': return jsonbHoldsString(v.v);
     case 'num': return numericHolds(v.lex);
     case 'arr': return v.items.every(jsonbHolds);
-    case 'obj': return v.entries.every(([k, e]) => !k.includes('\u0000') && jsonbHolds(e));
+    case 'obj': return v.entries.every(([k, e]) => jsonbHoldsString(k) && jsonbHolds(e));
     default: return true;
   }
 }
