@@ -5,13 +5,35 @@
 -- PostgreSQL 16+ can test input without raising (pg_input_is_valid), which keeps this an inlinable SQL
 -- function. PostgreSQL 15 cannot, so there it is a plpgsql function that catches the parse error (a
 -- subtransaction that writes nothing, so it takes no subtransaction id). Both paths run in CI.
+--
+-- One error is not a soft input error even on 16+: deeply nested JSON ('[[[[…' tens of thousands deep)
+-- exhausts the stack ("stack depth limit exceeded"), and pg_input_is_valid raises it. One such message
+-- would make health, backfill and repair fail. Text with few '[' and '{' cannot nest deeply, so only
+-- text with many of them goes through the catching plpgsql parser; everything else stays inlined.
+
+CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata_guarded(metadata text)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $body$
+BEGIN
+  RETURN metadata::jsonb;
+EXCEPTION WHEN OTHERS THEN
+  RETURN NULL;
+END
+$body$;
+
 DO $parse$
 BEGIN
   IF current_setting('server_version_num')::int >= 160000 THEN
     EXECUTE $fn$
       CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
       RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE
-      AS $body$ SELECT CASE WHEN pg_input_is_valid(metadata, 'jsonb') THEN metadata::jsonb END $body$
+      AS $body$
+        SELECT CASE
+                 WHEN length(metadata) - length(translate(metadata, '[{', '')) > 256
+                   THEN @extschema@.subagent_parse_metadata_guarded(metadata)
+                 WHEN pg_input_is_valid(metadata, 'jsonb') THEN metadata::jsonb
+               END
+      $body$
     $fn$;
   ELSE
     EXECUTE $fn$

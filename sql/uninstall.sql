@@ -28,7 +28,8 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_text(jsonb),
   @extschema@.subagent_qualifies(jsonb),
   @extschema@.subagent_may_qualify(text),
-  @extschema@.subagent_parse_metadata(text);
+  @extschema@.subagent_parse_metadata(text),
+  @extschema@.subagent_parse_metadata_guarded(text);
 DROP TYPE IF EXISTS @extschema@.subagent_row;
 DROP SEQUENCE IF EXISTS
   @extschema@.subagent_context_attempted_seq, @extschema@.subagent_context_skipped_no_identity_seq,

@@ -1,0 +1,76 @@
+// Claims of docs/security.md that the other test files do not already pin: what a hostile message row
+// cannot do. Each test writes messages as a writer of kandev's tables could and checks exact outcomes.
+import { describe, expect, it } from 'vitest';
+import { freshDatabase } from './helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+
+const db = await freshDatabase('security_claims');
+await db.createHost();
+const pool = db.pool as any;
+
+const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
+
+/** JSON nested `depth` levels deep around the word subagent_task: passes the prefilter, overflows a parser. */
+const deep = (depth: number) => '['.repeat(depth) + '"subagent_task"' + ']'.repeat(depth);
+
+describe('a hostile message cannot break the history paths', () => {
+  it('metadata nested 100,000 levels deep: the write commits, and backfill, health and repair all still run', async () => {
+    const t = await createTurn(pool, 'public', 'deep');
+    // Before activation: the backfill must scan it.
+    await insertMessage(pool, 'public', { id: 'deep-before', session: t.session, task: t.task, turn: t.turn, metadata: deep(100_000) });
+    await insertMessage(pool, 'public', { id: 'ok-before', session: t.session, task: t.task, turn: t.turn,
+      metadata: subagentMetadata({ tool_call_id: 'toolu_ok_before', status: 'completed', subagent: { total_tokens: 5 } }) });
+    const result = await db.up();
+    expect(result.backfill).toMatchObject({ status: 'activated', inserted: 1 });
+
+    // After activation, through the trigger, and then scanned by health and repair.
+    await insertMessage(pool, 'public', { id: 'deep-after', session: t.session, task: t.task, turn: t.turn,
+      created_at: utcNow(1000), metadata: deep(100_000) });
+    // A qualifying document whose description holds a deep array: it must still be derived.
+    const nestedButValid = JSON.stringify({ tool_call_id: 'toolu_nested', status: 'completed',
+      normalized: { kind: 'subagent_task', subagent_task: { description: 'nested', total_tokens: 9, extra: JSON.parse(deep(300)) } } });
+    await insertMessage(pool, 'public', { id: 'nested-after', session: t.session, task: t.task, turn: t.turn,
+      created_at: utcNow(1000), metadata: nestedButValid });
+    const { rows: stored } = await db.query(`SELECT tool_call_id, description, total_tokens FROM task_session_subagents ORDER BY tool_call_id`);
+    expect(stored).toEqual([
+      { tool_call_id: 'toolu_nested', description: 'nested', total_tokens: 9n },
+      { tool_call_id: 'toolu_ok_before', description: null, total_tokens: 5n }]);
+    expect((await db.query(`SELECT shortfall, excess, failures FROM subagent_context_health()`)).rows[0])
+      .toEqual({ shortfall: 0n, excess: 0n, failures: 0n });
+    // Repair re-derives from history: the deep document is parsed through the guarded path and skipped.
+    await db.query(`DELETE FROM task_session_subagents WHERE tool_call_id = 'toolu_nested'`);
+    expect((await db.query(`SELECT shortfall FROM subagent_context_health()`)).rows[0].shortfall).toBe(1n);
+    expect((await db.query(`SELECT repaired FROM subagent_context_repair()`)).rows[0].repaired).toBe(1n);
+    expect((await db.query(`SELECT total_tokens FROM task_session_subagents WHERE tool_call_id = 'toolu_nested'`)).rows)
+      .toEqual([{ total_tokens: 9n }]);
+  });
+});
+
+describe('a hostile message cannot choose what it does not own', () => {
+  it('identity, source, id and times come from the message columns and the clock, never from metadata', async () => {
+    const mine = await createTurn(pool, 'public', 'mine');
+    const other = await createTurn(pool, 'public', 'other');
+    await insertMessage(pool, 'public', {
+      id: 'forger', session: mine.session, task: mine.task, turn: mine.turn,
+      created_at: '2026-09-01 10:00:00', updated_at: '2026-09-01 10:00:01',
+      metadata: JSON.stringify({
+        tool_call_id: 'toolu_forged', status: 'pending',
+        task_session_id: other.session, task_id: other.task, turn_id: other.turn, id: 'chosen-id',
+        source: 'backfill', observed_at: '1999-01-01 00:00:00', settled_at: '1999-01-01 00:00:00',
+        updated_at: '2999-01-01 00:00:00',
+        normalized: { kind: 'subagent_task', subagent_task: {
+          task_session_id: other.session, source: 'backfill', description: `'); DROP TABLE task_session_subagents; --` } },
+      }),
+    });
+    const { rows } = await db.query(`SELECT * FROM task_session_subagents WHERE tool_call_id = 'toolu_forged'`);
+    expect(rows).toHaveLength(1);
+    const { id, ...row } = rows[0];
+    expect(id).not.toBe('chosen-id');
+    expect(row).toMatchObject({
+      task_session_id: mine.session, task_id: mine.task, turn_id: mine.turn, source: 'live',
+      observed_at: '2026-09-01 10:00:00', settled_at: null, updated_at: '2026-09-01 10:00:01',
+      description: `'); DROP TABLE task_session_subagents; --`,
+    });
+    expect((await db.query(`SELECT count(*) AS n FROM task_session_subagents WHERE task_session_id = $1`, [other.session])).rows[0].n).toBe(0n);
+  });
+});
