@@ -21,6 +21,8 @@ const client = await db.connect();
 // Each write commits on its own (so "last committed frame wins" is exercised as in production); the
 // commits need not wait for the disk in a throwaway database.
 await client.query(`SET synchronous_commit = off`);
+// Capture must not depend on the session time zone; a half-hour offset would show in every timestamp.
+await client.query(`SET TimeZone = 'America/St_Johns'`);
 // A session and a turn whose id is '': identity and turn_id must treat '' as missing.
 await client.query(`
   INSERT INTO tasks (id, title, created_at, updated_at) VALUES ('task-empty', 'x', '2026-08-12', '2026-08-12');
