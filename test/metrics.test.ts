@@ -1,0 +1,161 @@
+// `subagent-context metrics`: the built CLI serves health and capture counters in the Prometheus text
+// format; the output is read with a Prometheus text-format parser and checked line by line.
+import { describe, it, expect, afterAll } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { freshDatabase } from './helpers/database.js';
+import { buildCli, runCli } from './helpers/cli.js';
+import { seedReportFixture } from './helpers/report-fixture.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+const db = await freshDatabase('metrics');
+const seeded = await seedReportFixture(db);
+await db.createHost('pending');
+await db.install('pending'); // installed, never activated
+await db.createHost('doomed');
+await db.up('doomed');
+const cli = buildCli('metrics');
+const env = { DATABASE_URL: db.url };
+
+type Family = { name: string; help: string; type: string; metrics: Array<{ value: string; labels?: Record<string, string> }> };
+
+/** Parses with the library, and also holds the text to the format's grammar, line by line. */
+function parse(text: string): Map<string, Family> {
+  expect(text.endsWith('\n')).toBe(true);
+  const seen = new Set<string>();
+  let declared: string | undefined;
+  for (const line of text.trimEnd().split('\n')) {
+    let m: RegExpMatchArray | null;
+    if ((m = line.match(/^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) \S.*$/))) {
+      expect(seen.has(m[1]), `${m[1]} declared once`).toBe(false);
+      seen.add(m[1]);
+      declared = m[1];
+    } else if ((m = line.match(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter)$/))) {
+      expect(m[1]).toBe(declared);
+      expect(m[2] === 'counter').toBe(m[1].endsWith('_total'));
+    } else if ((m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)\{schema="(?:[^"\\\n]|\\[\\"n])*"\} (-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)$/))) {
+      expect(m[1]).toBe(declared);
+    } else {
+      expect(line, 'a line of the Prometheus text format').toMatch(/^# scrape error: /);
+    }
+  }
+  const families = parsePrometheusTextFormat(text) as Family[];
+  return new Map(families.map((f) => [f.name, f]));
+}
+
+function value(families: Map<string, Family>, name: string): number | undefined {
+  const f = families.get(name);
+  if (!f) return undefined;
+  expect(f.metrics).toHaveLength(1);
+  return Number(f.metrics[0].value);
+}
+
+const children: ChildProcess[] = [];
+afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
+
+/** Starts `metrics --listen 127.0.0.1:0` and returns its /metrics URL, as printed on stdout. */
+async function serve(args: string[]): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, [cli, 'metrics', '--listen', '127.0.0.1:0', ...args],
+    { cwd: PACKAGE_ROOT, env: { ...process.env, ...env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '', err = '';
+  child.stderr!.on('data', (c) => { err += c; });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (c) => {
+      out += c;
+      const m = out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/);
+      if (m) resolve(m[1]);
+    });
+    exited.then((code) => reject(new Error(`metrics exited early (${code}): ${err}`)));
+  });
+  return { child, url, exited };
+}
+
+describe('metrics --listen', () => {
+  it('serves health gauges and capture counters that match the database', async () => {
+    const { child, url, exited } = await serve([]);
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const m = parse(await res.text());
+    expect(m.get('subagent_context_shortfall')!.type).toBe('GAUGE');
+    expect(m.get('subagent_context_attempted_total')!.type).toBe('COUNTER');
+    expect(m.get('subagent_context_shortfall')!.metrics[0].labels).toEqual({ schema: 'public' });
+    const capture = (await db.query(`SELECT extract(epoch FROM subagent_context_parse_key(value))::float8 AS s
+                                       FROM kandev_meta WHERE key = 'subagent_context_capture_since'`)).rows[0].s;
+    expect(Object.fromEntries([...m.keys()].map((k) => [k, value(m, k)]))).toEqual({
+      subagent_context_up: 1,
+      subagent_context_activated: 1,
+      subagent_context_trigger_installed: 1,
+      subagent_context_trigger_enabled: 1,
+      subagent_context_shortfall: 0,
+      subagent_context_excess: 0,
+      subagent_context_last_observed_timestamp_seconds: Date.UTC(2099, 0, 1, 0, 0, 9) / 1000,
+      subagent_context_capture_since_timestamp_seconds: capture,
+      subagent_context_failures: 0,
+      subagent_context_collisions: 0,
+      subagent_context_attempted_total: seeded.liveQualifyingWrites,
+      subagent_context_skipped_no_identity_total: 0,
+      subagent_context_persisted_total: seeded.liveQualifyingWrites,
+      subagent_context_failed_total: 0,
+      subagent_context_anomalous_value_total: 0,
+      subagent_context_unknown_execution_total: seeded.liveQualifyingWrites,
+    });
+
+    // A missed subagent (written with capture disabled) shows on the next scrape; counters do not move.
+    await db.query('ALTER TABLE task_session_messages DISABLE TRIGGER subagent_context_capture');
+    await db.query(`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, type, metadata, created_at, updated_at)
+                    VALUES ('m-missed', 'session-b1', 'task-b', 'b1t1', '', 'tool_call',
+                            '{"tool_call_id":"missed","normalized":{"kind":"subagent_task"}}', '2099-01-01 00:00:30', '2099-01-01 00:00:30')`);
+    const after = parse(await (await fetch(url)).text());
+    expect(value(after, 'subagent_context_trigger_enabled')).toBe(0);
+    expect(value(after, 'subagent_context_shortfall')).toBe(1);
+    expect(value(after, 'subagent_context_attempted_total')).toBe(seeded.liveQualifyingWrites);
+    await db.query('ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture');
+
+    expect((await fetch(url.replace('/metrics', '/other'))).status).toBe(404);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('reports up 0, with the reason as a comment, when a scrape fails', async () => {
+    const { child, url, exited } = await serve(['--schema', 'doomed']);
+    expect(value(parse(await (await fetch(url)).text()), 'subagent_context_up')).toBe(1);
+    await db.query('DROP SCHEMA doomed CASCADE');
+    const text = await (await fetch(url)).text();
+    const m = parse(text);
+    expect([...m.keys()]).toEqual(['subagent_context_up']);
+    expect(value(m, 'subagent_context_up')).toBe(0);
+    expect(text).toMatch(/^# scrape error: schema "doomed" does not exist\. Create the schema or pass the schema that holds kandev's tables with --schema\.$/m);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  });
+});
+
+describe('metrics --once', () => {
+  it('before activation leaves the unknown shortfall out instead of reporting 0', async () => {
+    const r = await runCli(cli, ['metrics', '--once', '--schema', 'pending'], env);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const m = parse(r.stdout);
+    expect(value(m, 'subagent_context_activated')).toBe(0);
+    expect(value(m, 'subagent_context_trigger_enabled')).toBe(1);
+    expect(value(m, 'subagent_context_collisions')).toBe(0);
+    for (const unknown of ['shortfall', 'excess', 'failures', 'last_observed_timestamp_seconds', 'capture_since_timestamp_seconds']) {
+      expect(m.has(`subagent_context_${unknown}`), unknown).toBe(false);
+    }
+    expect(m.get('subagent_context_pending')).toBeUndefined();
+    expect(m.get('subagent_context_shortfall')).toBeUndefined();
+    expect(m.get('subagent_context_activated')!.metrics[0].labels).toEqual({ schema: 'pending' });
+  });
+
+  it('refuses a bad --listen and an uninstalled schema with one sentence each', async () => {
+    const bad = await runCli(cli, ['metrics', '--listen', 'localhost'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe('error: --listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "localhost".');
+    const missing = await runCli(cli, ['metrics', '--once', '--schema', 'nowhere'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe('error: schema "nowhere" not found. Pass the schema that holds kandev\'s tables with --schema.');
+  });
+});
