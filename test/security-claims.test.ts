@@ -46,6 +46,25 @@ describe('a hostile message cannot break the history paths', () => {
   });
 });
 
+describe('health trusts kandev_meta (a documented limit)', () => {
+  it('a role that can write kandev_meta can move capture_since and hide a miss; putting the key back shows it again', async () => {
+    const t = await createTurn(pool, 'public', 'meta');
+    await db.query(`ALTER TABLE task_session_messages DISABLE TRIGGER subagent_context_capture`);
+    await insertMessage(pool, 'public', { id: 'missed', session: t.session, task: t.task, turn: t.turn,
+      created_at: utcNow(1000), metadata: subagentMetadata({ tool_call_id: 'toolu_missed', status: 'pending' }) });
+    await db.query(`ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture`);
+    expect((await db.query(`SELECT shortfall FROM subagent_context_health()`)).rows[0].shortfall).toBe(1n);
+    const { rows: [key] } = await db.query(`SELECT value FROM kandev_meta WHERE key = 'subagent_context_capture_since'`);
+    await db.query(`UPDATE kandev_meta SET value = '2999-01-01T00:00:00.000000000Z' WHERE key = 'subagent_context_capture_since'`);
+    expect((await db.query(`SELECT activated, shortfall FROM subagent_context_health()`)).rows[0]).toEqual({ activated: true, shortfall: 0n });
+    // The installer never rewrites a present key, so it does not undo the move either.
+    expect((await db.up()).backfill.status).toBe('already activated');
+    await db.query(`UPDATE kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [key.value]);
+    expect((await db.query(`SELECT shortfall FROM subagent_context_health()`)).rows[0].shortfall).toBe(1n);
+    expect((await db.query(`SELECT repaired FROM subagent_context_repair()`)).rows[0].repaired).toBe(1n);
+  });
+});
+
 describe('a hostile message cannot choose what it does not own', () => {
   it('identity, source, id and times come from the message columns and the clock, never from metadata', async () => {
     const mine = await createTurn(pool, 'public', 'mine');
