@@ -101,6 +101,23 @@ describe('session_replication_role = replica', () => {
     expect(await tgenabled()).toBe('O');
   });
 
+  it('history older than capture_since loaded in replica role is invisible to health; deleting both keys and re-running backfill derives it', async () => {
+    await db.query(`ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture`);
+    const t = await createTurn(replica, 'public', 'old');
+    await insertMessage(replica, 'public', { id: 'msg-old', session: t.session, task: t.task, turn: t.turn,
+      created_at: '2026-01-05 08:00:00', updated_at: '2026-01-05 08:00:09',
+      metadata: subagentMetadata({ tool_call_id: 'toolu_old', status: 'completed', subagent: { total_tokens: 700 } }) });
+    expect(await row('old')).toEqual([]);
+    expect((await health()).shortfall).toBe(0n);  // health compares only what was written since activation
+    expect((await db.query(`SELECT repaired FROM subagent_context_repair()`)).rows[0].repaired).toBe(0n);
+    const before = (await db.query(`SELECT count(*) AS n FROM task_session_subagents`)).rows[0].n;
+    await db.query(`DELETE FROM kandev_meta WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
+    const result = await db.up();
+    expect(result.backfill).toMatchObject({ status: 'activated', inserted: 1 });
+    expect(await row('old')).toEqual([{ tool_call_id: 'toolu_old', source: 'backfill', total_tokens: 700n, tool_status: 'completed' }]);
+    expect((await db.query(`SELECT count(*) AS n FROM task_session_subagents`)).rows[0].n).toBe(before + 1n);
+  });
+
   it('pg_restore --disable-triggers style (DISABLE TRIGGER ALL … ENABLE TRIGGER ALL) misses the loaded rows; repair fixes it', async () => {
     await db.query(`ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture`);
     await db.query(`ALTER TABLE task_session_messages DISABLE TRIGGER ALL`);
