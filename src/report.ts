@@ -255,7 +255,10 @@ export function svgUsageChart(id: string, title: string, rows: Array<{ label: st
 
 function htmlTable(id: string, header: string[], rows: string[][]): string {
   return `<table id="${id}"><thead><tr>${header.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>` +
-    rows.map((r) => `<tr>${r.map((c, i) => `<td${c === UNKNOWN ? ' class="unknown"' : ''}${i === 0 ? '' : ' class="num"'}>${escapeHtml(c)}</td>`).join('')}</tr>`).join('') +
+    rows.map((r) => `<tr>${r.map((c, i) => {
+      const cls = [i === 0 ? '' : 'num', c === UNKNOWN ? 'unknown' : ''].filter(Boolean).join(' ');
+      return `<td${cls ? ` class="${cls}"` : ''}>${escapeHtml(c)}</td>`;
+    }).join('')}</tr>`).join('') +
     `</tbody></table>`;
 }
 

@@ -56,9 +56,32 @@ Examples:
     let server: EmbeddedServer | undefined;
     let client: pg.Client | undefined;
     let pool: pg.Pool | undefined;
+    let starting: Promise<EmbeddedServer> | undefined;
+    // Ctrl-C while --keep holds the database: stop it normally. Ctrl-C during the run: stop the server
+    // (waiting for a start in progress) so nothing is left running, then exit 130.
+    let keeping = false;
+    let interrupted = false;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    const onSignal = () => {
+      if (keeping) { release(); return; }
+      if (interrupted) return;
+      interrupted = true;
+      step?.fail();
+      void (async () => {
+        await client?.end().catch(() => {});
+        await pool?.end().catch(() => {});
+        const s = server ?? (await starting?.catch(() => undefined));
+        await s?.stop().catch(() => {});
+        process.exit(130);
+      })();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     try {
       begin('starting an embedded PostgreSQL');
-      server = await startEmbeddedPostgres();
+      starting = startEmbeddedPostgres();
+      server = await starting;
       step!.done(new URL(server.url).host);
 
       begin("creating kandev's tables and a history that predates installation");
@@ -123,23 +146,24 @@ Examples:
         client = undefined;
         await pool.end();
         pool = undefined;
-        const stopped = new Promise<void>((resolve) => {
-          process.once('SIGINT', resolve);
-          process.once('SIGTERM', resolve);
-        });
+        keeping = true;
         process.stderr.write(`\ndatabase left running: ${server.url}\n` +
           `  try: subagent-context report --database-url '${server.url}'\n` +
           `  press Ctrl-C to stop it (its files are removed then)\n`);
-        await stopped;
+        await released;
       }
       return 0;
     } catch (err) {
+      // After Ctrl-C the run fails as its server goes away: the signal handler exits, quietly.
+      if (interrupted) await new Promise(() => {});
       step?.fail();
       throw err;
     } finally {
       await client?.end().catch(() => {});
       await pool?.end().catch(() => {});
       await server?.stop();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
   },
 };
