@@ -1,6 +1,8 @@
 // Claims of docs/security.md that the other test files do not already pin: what a hostile message row
 // cannot do. Each test writes messages as a writer of kandev's tables could and checks exact outcomes.
 import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
 
@@ -43,6 +45,36 @@ describe('a hostile message cannot break the history paths', () => {
     expect((await db.query(`SELECT repaired FROM subagent_context_repair()`)).rows[0].repaired).toBe(1n);
     expect((await db.query(`SELECT total_tokens FROM task_session_subagents WHERE tool_call_id = 'toolu_nested'`)).rows)
       .toEqual([{ total_tokens: 9n }]);
+  });
+});
+
+describe('a role with no table privileges (a dashboard)', () => {
+  it('reads health and stats (counts only), and is refused repair, backfill, the failure log and the rows', async () => {
+    const role = `sc_dash_${randomBytes(4).toString('hex')}`;
+    await db.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER`);
+    await db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+    const u = new URL(db.url);
+    u.username = role;
+    u.password = '';
+    const c = new pg.Client(u.toString());
+    c.on('error', () => {});
+    await c.connect();
+    try {
+      const { rows: [h] } = await c.query(`SELECT activated, shortfall FROM public.subagent_context_health()`);
+      expect(h).toEqual({ activated: true, shortfall: 0n });
+      const { rows: [s] } = await c.query(`SELECT failed FROM public.subagent_context_stats()`);
+      expect(s.failed).toBe(0n);
+      const refused = async (sql: string) => c.query(sql).then(() => 'ran', (e) => e.code);
+      expect(await refused(`SELECT * FROM public.subagent_context_repair()`)).toBe('42501');
+      expect(await refused(`SELECT * FROM public.subagent_context_backfill()`)).toBe('42501');
+      expect(await refused(`SELECT * FROM public.subagent_context_failures`)).toBe('42501');
+      expect(await refused(`SELECT * FROM public.task_session_subagents`)).toBe('42501');
+      expect(await refused(`SELECT public.capture_subagent_message()`)).toBe('42501');
+    } finally {
+      await c.end();
+      await db.query(`DROP OWNED BY ${role}`);
+      await db.query(`DROP ROLE ${role}`);
+    }
   });
 });
 
