@@ -36,6 +36,7 @@ const CONTRACT_COLUMNS: Array<[string, string]> = [
   ['updated_at', 'timestamp(6) NOT NULL'],
 ];
 const CONTRACT_KEY = 'UNIQUE (task_session_id, agent_execution_id, tool_call_id)';
+const KEY_COLUMNS = ['task_session_id', 'agent_execution_id', 'tool_call_id'];
 
 /** DDL for a pre-existing table: the contract's, with columns left out, redeclared, and another key. */
 function tableDdl(schema: string, change: { omit?: string[]; declare?: Record<string, string>; key?: string } = {}) {
@@ -303,6 +304,34 @@ describe('a table of another shape stops installation and nothing changes', () =
     expect(upError?.message).toContain(difference);
     expect(await schemaState(schema)).toEqual(before);
     expect(await migrationsRecorded(schema)).toEqual([]);
+  });
+
+  // Every column is checked: its absence, and its nullability flipped, each stop the installation.
+  const flips = CONTRACT_COLUMNS.map(([name, decl]) => {
+    const notNull = /NOT NULL|PRIMARY KEY/.test(decl);
+    const type = decl.split(' ')[0];
+    return { name, flipped: notNull ? type : `${type} NOT NULL`, said: notNull ? 'nullable, expected NOT NULL' : 'NOT NULL, expected nullable' };
+  }).filter(({ name }) => name !== 'id');  // a nullable primary key does not exist in PostgreSQL
+  it.each([
+    ...CONTRACT_COLUMNS.map(([name]) => ({
+      label: `without ${name}`, difference: `column ${name} is missing`,
+      // Without one of its columns the unique key cannot be declared either.
+      change: { omit: [name], ...(KEY_COLUMNS.includes(name) ? { key: '' } : {}) },
+    })),
+    ...flips.map(({ name, flipped, said }) => ({
+      label: `${name} ${said.split(',')[0]}`, change: { declare: { [name]: flipped } }, difference: `column ${name} is ${said}` })),
+  ])('each column: $label', async ({ change, difference }) => {
+    const schema = 'each_column';
+    if (!(await db.query(`SELECT to_regnamespace('each_column') AS s`)).rows[0].s) await db.createHost(schema);
+    await db.query(`DROP TABLE IF EXISTS each_column.task_session_subagents`);
+    await db.query(tableDdl(schema, change));
+    const error = await withClient((c) => migrate(c, schema).then(() => null, (e) => e));
+    expect(error?.message).toBe(
+      `subagent-context: existing table "each_column".task_session_subagents has a different shape: ${difference}` +
+      `${change.omit?.some((c) => KEY_COLUMNS.includes(c))
+        ? '; unique key (task_session_id, agent_execution_id, tool_call_id) is missing' : ''}; nothing was changed`);
+    const { rows: [n] } = await db.query(`SELECT count(*)::int AS functions FROM pg_proc WHERE pronamespace = 'each_column'::regnamespace`);
+    expect(n.functions).toBe(0);
   });
 
   it('lists every difference at once', async () => {
