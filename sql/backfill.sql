@@ -41,11 +41,16 @@ AS $$
                 h.child_session_id, h.model, h.agent_status, h.tool_status, h.is_async, h.total_tokens,
                 h.tool_use_count, h.duration_ms, 'backfill', h.observed_at, h.settled_at, h.updated_at
            FROM history AS h
-          WHERE missing_since IS NULL
+          -- A key too long for a btree entry (~2.7 kB; only a hostile or broken writer produces one)
+          -- would abort the whole statement, so one such message would block every backfill and repair.
+          -- Leave it out: it stays in health's shortfall, and live capture logs it as a failure (54000).
+          WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
+            AND octet_length(h.task_id) <= 2600
+            AND (missing_since IS NULL
              OR NOT EXISTS (SELECT 1 FROM @extschema@.task_session_subagents AS r
                              WHERE r.task_session_id = h.task_session_id
                                AND r.tool_call_id = h.tool_call_id
-                               AND r.observed_at >= missing_since)
+                               AND r.observed_at >= missing_since))
          ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
          RETURNING 1)
   SELECT (SELECT count(*) FROM stored), (SELECT max(observed_at) FROM history)

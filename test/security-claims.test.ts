@@ -48,6 +48,37 @@ describe('a hostile message cannot break the history paths', () => {
   });
 });
 
+describe('a tool_call_id too long for an index entry', () => {
+  // 60 kB of random hex: incompressible, so no btree entry can hold it.
+  const huge = 'toolu_' + randomBytes(30_000).toString('hex');
+
+  it('blocks neither backfill nor repair: it stays in the shortfall, logged as a failure, and the rest is stored', async () => {
+    const db2 = await freshDatabase('security_huge_key');
+    await db2.createHost();
+    const p2 = db2.pool as any;
+    const t = await createTurn(p2, 'public', 'huge');
+    const write = (id: string, call: string, created_at?: string) => insertMessage(p2, 'public', {
+      id, session: t.session, task: t.task, turn: t.turn, created_at,
+      metadata: subagentMetadata({ tool_call_id: call, status: 'completed', subagent: { total_tokens: 3 } }) });
+    await write('huge-before', huge);
+    await write('ok-before', 'toolu_ok_before');
+    expect((await db2.up()).backfill).toMatchObject({ status: 'activated', inserted: 1 });
+
+    await write('huge-after', huge + 'x', utcNow(1000));          // live: caught, logged, write commits
+    await db2.query(`ALTER TABLE task_session_messages DISABLE TRIGGER subagent_context_capture`);
+    await write('missed-after', 'toolu_missed_after', utcNow(1000));
+    await db2.query(`ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture`);
+    expect((await db2.query(`SELECT sqlstate, message_id FROM subagent_context_failures`)).rows)
+      .toEqual([{ sqlstate: '54000', message_id: 'huge-after' }]);
+    expect((await db2.query(`SELECT shortfall, failures FROM subagent_context_health()`)).rows[0]).toEqual({ shortfall: 2n, failures: 1n });
+    expect((await db2.query(`SELECT repaired FROM subagent_context_repair()`)).rows[0].repaired).toBe(1n);
+    expect((await db2.query(`SELECT tool_call_id FROM task_session_subagents ORDER BY 1`)).rows.map((r) => r.tool_call_id))
+      .toEqual(['toolu_missed_after', 'toolu_ok_before']);
+    // Truthful: the one call that cannot be stored is still reported missing.
+    expect((await db2.query(`SELECT shortfall FROM subagent_context_health()`)).rows[0].shortfall).toBe(1n);
+  });
+});
+
 describe('a role with no table privileges (a dashboard)', () => {
   it('reads health and stats (counts only), and is refused repair, backfill, the failure log and the rows', async () => {
     const role = `sc_dash_${randomBytes(4).toString('hex')}`;
