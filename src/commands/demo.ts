@@ -86,6 +86,7 @@ Examples:
 
       begin("creating kandev's tables and a history that predates installation");
       client = new pg.Client({ connectionString: server.url, application_name: 'subagent-context demo' });
+      client.on('error', () => {}); // surfaces on the next query instead
       await client.connect();
       await createHostTables(client, SCHEMA);
       const plan = planTraffic({ scale });
@@ -99,6 +100,7 @@ Examples:
 
       begin(`replaying live traffic from ${writers} concurrent writers`);
       pool = new pg.Pool({ connectionString: server.url, max: writers, application_name: 'subagent-context demo writer' });
+      pool.on('error', () => {}); // an idle writer dropped at shutdown is not an error of the demo
       const liveStarted = Date.now();
       const liveFrames = await replayLive(pool, SCHEMA, plan, { writers, onProgress: (d, t) => step!.update(d, t) });
       const liveSeconds = (Date.now() - liveStarted) / 1000;

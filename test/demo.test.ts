@@ -1,0 +1,120 @@
+// `subagent-context demo` (what `npm start` runs), through the built CLI: the whole product on a
+// throwaway embedded PostgreSQL, with the measured traffic shape of SPEC §1. --keep leaves the database
+// up for other commands; Ctrl-C then stops it and nothing is left running.
+import { describe, it, expect, afterAll } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { buildCli, runCli } from './helpers/cli.js';
+import { planTraffic, namedExecutionWrites, SHAPE } from '../src/traffic.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+const cli = buildCli('demo');
+const children: ChildProcess[] = [];
+afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGINT'); });
+
+describe('planTraffic', () => {
+  it('is the measured shape of SPEC §1, deterministically', () => {
+    const plan = planTraffic();
+    expect(plan).toEqual(planTraffic());
+    const subagents = plan.sessions.flatMap((s) => s.turns.flatMap((t) => t.subagents));
+    expect(subagents).toHaveLength(253);
+    expect(plan.sessions).toHaveLength(38);
+    const byStatus: Record<string, number> = {};
+    for (const a of subagents) byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
+    expect(byStatus).toEqual(SHAPE.status);
+    expect(subagents.filter((a) => a.model !== null)).toHaveLength(49);
+    expect(subagents.filter((a) => a.subagentType === null)).toHaveLength(3);
+    expect(subagents.filter((a) => a.parentToolCallId !== null)).toHaveLength(1);
+    expect(Math.max(...subagents.map((a) => a.totalTokens ?? 0))).toBe(275_717);
+    expect(plan.totals.live).toEqual({ attempted: 371, skipped_no_identity: 1, anomalous_value: 2, persisted: 370, subagents: 166 });
+    expect(planTraffic({ scale: 3 }).totals.subagents).toBe(3 * 253);
+  });
+});
+
+describe('demo', () => {
+  it('--json --keep: installs, backfills, replays, reports the measured shape; other commands use the kept database; Ctrl-C stops it', async () => {
+    const child = spawn(process.execPath, [cli, 'demo', '--json', '--keep', '--writers', '3'],
+      { cwd: PACKAGE_ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '', err = '';
+    child.stderr!.on('data', (c) => { err += c; });
+    const result = await new Promise<any>((resolve, reject) => {
+      child.stdout!.on('data', (c) => {
+        out += c;
+        try { resolve(JSON.parse(out)); } catch { /* not complete yet */ }
+      });
+      exited.then((code) => reject(new Error(`demo exited (${code}) before printing its JSON: ${err}`)));
+    });
+    await new Promise<void>((resolve) => {
+      const check = () => (err.includes('press Ctrl-C') ? resolve() : setTimeout(check, 50));
+      check();
+    });
+    const url: string = result.database_url;
+    expect(url).toMatch(/^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/postgres$/);
+    expect(err).toContain(`database left running: ${url}`);
+
+    const plan = planTraffic();
+    expect(result.install.backfill).toMatchObject({ status: 'activated', inserted: plan.totals.history.subagents });
+    expect(result.health).toMatchObject({ status: 'healthy', activated: true, shortfall: 0, excess: 0, trigger_enabled: true, failures: 0, collisions: 0 });
+    expect(result.stats).toEqual({ ...plan.totals.live, subagents: undefined, failed: 0,
+      unknown_execution: plan.totals.live.persisted - namedExecutionWrites(plan, 3) });
+
+    const r = result.report;
+    expect(r.fanout_per_turn).toEqual([{ fanout: 1, turns: 65 }, { fanout: 2, turns: 12 }, { fanout: 3, turns: 42 },
+      { fanout: 4, turns: 5 }, { fanout: 5, turns: 2 }, { fanout: 8, turns: 1 }]);
+    expect(r.agent_status).toEqual([
+      { agent_status: 'async_launched', subagents: 190, usage_reported: 0, model_reported: 0 },
+      { agent_status: 'completed', subagents: 57, usage_reported: 57, model_reported: 49 },
+      { agent_status: 'started', subagents: 5, usage_reported: 0, model_reported: 0 },
+      { agent_status: '(absent)', subagents: 1, usage_reported: 0, model_reported: 0 },
+    ]);
+    expect(r.nesting).toEqual([{ depth: 0, subagents: 252 }, { depth: 1, subagents: 1 }]);
+    expect(r.overview).toMatchObject({ subagents: 253, live: 166, backfill: 87, sessions: 38, turns: 127,
+      usage_reported: 57, usage_not_reported: 196, subagent_type_missing: 3, max_tokens: 275_717 });
+    expect(r.sessions_and_cards).toMatchObject({ cards: 38, sessions: 38, sessions_per_card: 1, subagents_per_card: 6.66, contexts_per_card: 7.66 });
+    expect(r.settlement).toMatchObject({ settled: 248, outstanding: 5, outstanding_async: 0 });
+    expect(r.by_model[0]).toMatchObject({ model: '(not reported)', subagents: 204, usage_not_reported: 196 });
+
+    // The kept database answers the other commands.
+    const report = await runCli(cli, ['report', '--json', '--database-url', url]);
+    expect(report.code).toBe(0);
+    expect(JSON.parse(report.stdout).fanout_per_turn).toEqual(r.fanout_per_turn);
+    const health = await runCli(cli, ['health', '--json', '--database-url', url]);
+    expect(health.code).toBe(0);
+
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const c = new pg.Client(url);
+    c.on('error', () => {});
+    await expect(c.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('prints progress, health and the report as text, and leaves nothing running', async () => {
+    const r = await runCli(cli, ['demo', '--writers', '2']);
+    expect(r.code, r.stderr).toBe(0);
+    for (const step of ['starting an embedded PostgreSQL', "creating kandev's tables and a history that predates installation",
+      'installing capture and backfilling history (subagent-context up)', 'replaying live traffic from 2 concurrent writers']) {
+      expect(r.stderr).toMatch(new RegExp(`^  ✓ ${step.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\ds\\)`, 'm'));
+    }
+    expect(r.stdout).toMatch(/^health: healthy$/m);
+    expect(r.stdout).toMatch(/^ {2}stats +attempted 371, persisted 370, skipped \(no identity\) 1, failed 0, anomalous 2, unknown execution \d+$/m);
+    expect(r.stdout).toMatch(/^ {3}1 subagent │█{40} 65$/m);
+    expect(r.stdout).toMatch(/^ {2}8 subagents │█ 1$/m);
+    expect(r.stdout).toMatch(/sessions per card {3}\(what kandev shows\) +1\.00$/m);
+    expect(r.stdout).toMatch(/^ {2}nested, depth 1 +1$/m);
+    expect(r.stdout).toMatch(/^demo finished in \d+(\.\d)?s$/m);
+    expect(r.stdout).not.toContain('database left running');
+    // The server it announced is gone.
+    const host = r.stderr.match(/starting an embedded PostgreSQL \(\d+\.\ds\): (127\.0\.0\.1:\d+)/)![1];
+    const c = new pg.Client(`postgres://postgres:x@${host}/postgres`);
+    c.on('error', () => {});
+    await expect(c.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('refuses a bad --writers with one sentence and exit 2, before starting anything', async () => {
+    const r = await runCli(cli, ['demo', '--writers', 'many']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe('error: --writers must be a whole number from 1 to 1000, got "many".');
+  });
+});
