@@ -26,6 +26,8 @@ DECLARE
   call_execution text;
   call_id        text;
   anomalous     boolean := false;
+  created_utc   timestamp;
+  updated_utc   timestamp;
   parsed        boolean := false;
   fault_state   text;
   fault_message text;
@@ -43,9 +45,17 @@ BEGIN
       RETURN NULL;
     END IF;
     call_id := @extschema@.subagent_text(doc -> 'tool_call_id');
-    anomalous := @extschema@.subagent_has_anomaly(doc);
+    -- Most frames carry no metric at all (async launches); only test them when one is there.
+    IF doc #> '{normalized,subagent_task}' ?| ARRAY['total_tokens', 'tool_use_count', 'duration_ms'] THEN
+      anomalous := @extschema@.subagent_has_anomaly(doc);
+    END IF;
     call_execution := @extschema@.subagent_execution_id(doc,
                       current_setting('subagent_context.agent_execution_id', true));
+    -- Resolved here, not in the call below: a volatile argument (clock_timestamp) would stop the
+    -- planner from inlining derive_subagent_row, and a non-inlined SQL function is re-planned on
+    -- every call (measured: ~0.7 ms per message write instead of a few µs).
+    created_utc := coalesce(NEW.created_at, clock_timestamp() AT TIME ZONE 'UTC');
+    updated_utc := coalesce(NEW.updated_at, clock_timestamp() AT TIME ZONE 'UTC');
 
     INSERT INTO @extschema@.task_session_subagents AS s (
       id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
@@ -58,9 +68,7 @@ BEGIN
            'live', d.observed_at, d.settled_at, d.updated_at
       FROM @extschema@.derive_subagent_row(
              NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
-             coalesce(NEW.created_at, clock_timestamp() AT TIME ZONE 'UTC'),
-             coalesce(NEW.updated_at, clock_timestamp() AT TIME ZONE 'UTC'),
-             call_execution) AS d
+             created_utc, updated_utc, call_execution) AS d
     ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
       -- id, task_id, agent_execution_id, source, observed_at: never changed.
       turn_id             = coalesce(s.turn_id, EXCLUDED.turn_id),

@@ -114,7 +114,9 @@ AS $$
          $5,
          CASE WHEN @extschema@.subagent_is_terminal_status(@extschema@.subagent_text($4 -> 'status')) THEN $6 END,
          $6
-    FROM (SELECT $4 #> '{normalized,subagent_task}' AS st) AS s
+    -- OFFSET 0 keeps this subquery from being flattened: st is extracted once per row instead of
+    -- once per use (a dozen copies of the subagent_task object, prompt included).
+    FROM (SELECT $4 #> '{normalized,subagent_task}' AS st OFFSET 0) AS s
    WHERE @extschema@.subagent_qualifies($4)
      AND @extschema@.subagent_has_identity($1, $2, $4)
 $$;
