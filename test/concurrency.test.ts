@@ -142,10 +142,11 @@ describe('fan-out: distinct keys written at once', () => {
 });
 
 describe('sixteen writers, mixed frames, seeded interleaving', () => {
-  it('one row per key, no error reaches a writer, stats add up, no failures', async () => {
-    const rand = prng(20260812);
+  for (const seed of [20260812, 7, 31337]) it(`seed ${seed}: one row per key, no error reaches a writer, stats add up, no failures`, async () => {
+    const p = `mix${seed}`;
+    const rand = prng(seed);
     const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
-    const sessions = await Promise.all([0, 1, 2, 3, 4, 5].map((s) => createTurn(db.pool as any, 'public', `mix-${s}`)));
+    const sessions = await Promise.all([0, 1, 2, 3, 4, 5].map((s) => createTurn(db.pool as any, 'public', `${p}-${s}`)));
 
     // A call = one message row owned by one writer: a launch INSERT, then 2–3 UPDATEs. A shared key is
     // written through two message rows by two writers (as when kandev rewrites a call under a new
@@ -159,14 +160,14 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
 
     for (let k = 0; k < 40; k++) {
       const s = sessions[k % sessions.length];
-      const key = `toolu_mix_${String(k).padStart(2, '0')}`;
+      const key = `toolu_${p}_${String(k).padStart(2, '0')}`;
       const shared = k % 5 === 0;
       const noIdentity = k % 13 === 7;
       const owners = shared ? [k % 16, (k + 5) % 16] : [Math.floor(rand() * 16)];
       const created = time();
       let lastUpdated = created;
       owners.forEach((writer, part) => {
-        const msg = `mix-${k}-${part}`;
+        const msg = `${p}-${k}-${part}`;
         const tc = noIdentity ? '' : key;
         const launchQualifies = rand() < 0.6;
         const ops: Op[] = [];
@@ -223,11 +224,15 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
     const all = plans.flat(2);
     const qualifying = all.filter((o) => o.qualifies);
     const withIdentity = qualifying.filter((o) => o.identity);
+    expect(calls.length).toBe(48);                       // 40 keys, 8 of them written through two messages
+    expect(qualifying.length).toBeGreaterThan(150);
+    expect(plans.filter((tx) => tx.length > 0).length).toBeGreaterThanOrEqual(12);
 
     const before = await stats();
     const failuresBefore = Number((await db.query('SELECT count(*) FROM subagent_context_failures')).rows[0].count);
     const warnings: string[] = [];
-    writers.forEach((c) => c.on('notice', (n) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); }));
+    const onNotice = (n: any) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); };
+    writers.forEach((c) => c.on('notice', onNotice));
     const outcomes = await Promise.allSettled(writers.map(async (c, w) => {
       for (const tx of plans[w]) {
         await c.query('BEGIN');
@@ -238,6 +243,7 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
         await c.query('COMMIT');
       }
     }));
+    writers.forEach((c) => c.off('notice', onNotice));
     expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
     expect(warnings).toEqual([]);
 
@@ -249,11 +255,11 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
     expect(d.attempted).toBe(d.skipped_no_identity + d.persisted + d.failed);
     expect(failuresBefore).toBe(0);
     expect(Number((await db.query('SELECT count(*) FROM subagent_context_failures')).rows[0].count)).toBe(0);
-    expect(Number((await db.query(`SELECT count(*) FROM task_session_messages WHERE id LIKE 'mix-%'`)).rows[0].count))
+    expect(Number((await db.query(`SELECT count(*) FROM task_session_messages WHERE id LIKE $1`, [`${p}-%`])).rows[0].count))
       .toBe(calls.length);
 
     const { rows } = await db.query(
-      `SELECT * FROM task_session_subagents WHERE tool_call_id LIKE 'toolu_mix_%' ORDER BY tool_call_id`);
+      `SELECT * FROM task_session_subagents WHERE tool_call_id LIKE $1 ORDER BY tool_call_id`, [`toolu_${p}_%`]);
     const got = rows.map(({ id, ...r }) => r);
     expect(got.map((r) => r.tool_call_id)).toEqual([...expected.keys()].sort());
     expect(got).toEqual([...expected.keys()].sort().map((k) => expected.get(k)));
