@@ -128,6 +128,14 @@ export async function startEmbeddedPostgres(opts: {
   } finally {
     await unlink(pwfile).catch(() => {});
   }
+  // Loopback only. The superuser needs the password; the throwaway roles that tests create (an
+  // application writer, a dashboard, an ordinary owner) log in without one, as on CI's trust-auth server.
+  const hba = join(dataDir, 'pg_hba.conf');
+  await writeFile(hba, [
+    '# written by subagent-context (src/embedded.ts): a throwaway server listening on 127.0.0.1 only',
+    'host all postgres 127.0.0.1/32 scram-sha-256',
+    'host all all 127.0.0.1/32 trust', ''].join('\n'), { mode: 0o600 });
+  if (owner) await chown(hba, owner.uid, owner.gid);
   const port = await freePort();
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   let child: ChildProcess | undefined;

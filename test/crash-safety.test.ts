@@ -195,10 +195,10 @@ describe('SIGKILL in the middle of concurrent capture', () => {
         await c.end().catch(() => {});
       }
     }
+    const killedPid = server.pid;
     await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
     expect(killing).toBeDefined();
     await killing;
-    const killedPid = server.pid;
     await server.restart();
     expect(server.pid).not.toBe(killedPid);
 
