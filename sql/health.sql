@@ -29,6 +29,36 @@ AS $$
    WHERE r.observed_at >= since
 $$;
 
+-- shortfall and excess for one window, from one pass over the messages: each qualifying message is
+-- parsed once (a parse is most of the cost), and its keys serve both anti-joins. The health function
+-- runs it with EXECUTE, so it is planned for the actual window start: a recent window reads only the
+-- messages created since then through subagent_context_recent_messages_idx (table.sql), a full window
+-- scans. Inlinable (LANGUAGE sql, STABLE, one SELECT), so EXPLAIN shows the real plan.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_context_window(since timestamp)
+RETURNS TABLE (shortfall bigint, excess bigint)
+LANGUAGE sql STABLE
+AS $$
+  WITH message_keys AS MATERIALIZED (
+         SELECT m.task_session_id,
+                @extschema@.subagent_text(p.doc -> 'tool_call_id') AS tool_call_id,
+                @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc) AS complete
+           FROM @extschema@.task_session_messages AS m
+          CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+          WHERE m.created_at >= since
+            AND @extschema@.subagent_may_qualify(m.metadata)
+            AND @extschema@.subagent_qualifies(p.doc)),
+       row_keys AS MATERIALIZED (
+         SELECT r.task_session_id, r.tool_call_id
+           FROM @extschema@.task_session_subagents AS r
+          WHERE r.observed_at >= since)
+  SELECT (SELECT count(*) FROM (SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k WHERE k.complete
+                                EXCEPT
+                                SELECT r.task_session_id, r.tool_call_id FROM row_keys AS r) AS missing),
+         (SELECT count(*) FROM (SELECT r.task_session_id, r.tool_call_id FROM row_keys AS r
+                                EXCEPT
+                                SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k) AS extra)
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.subagent_context_health(
   OUT activated boolean, OUT capture_since text, OUT backfill_through text,
   OUT shortfall bigint, OUT excess bigint, OUT last_observed_at timestamp,
@@ -49,24 +79,24 @@ BEGIN
                                 WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
                                   AND t.tgname = 'subagent_context_capture'), false);
 
-  -- Rows that share (session, tool call) with a row of another execution (SPEC §5).
+  -- Rows that share (session, tool call) with a row of another execution (SPEC §5). Two rows of one
+  -- key have different execution ids (the unique key), so at most one of them is 'unknown': only keys
+  -- with a row of a known execution can collide. Those are few where the host sends no execution id,
+  -- so this reads one narrow pass for them instead of grouping the whole table.
   SELECT coalesce(sum(n), 0) INTO collisions
-    FROM (SELECT count(*) AS n FROM @extschema@.task_session_subagents
-           GROUP BY task_session_id, tool_call_id HAVING count(*) > 1) AS c;
+    FROM (SELECT count(*) AS n FROM @extschema@.task_session_subagents AS r
+           WHERE (r.task_session_id, r.tool_call_id) IN (
+                   SELECT k.task_session_id, k.tool_call_id FROM @extschema@.task_session_subagents AS k
+                    WHERE k.agent_execution_id <> 'unknown')
+           GROUP BY r.task_session_id, r.tool_call_id HAVING count(*) > 1) AS c;
 
   IF NOT activated THEN
     RETURN;  -- nothing to compare against: shortfall, excess, last_observed_at and failures stay NULL
   END IF;
 
-  SELECT count(*) INTO shortfall FROM (
-    SELECT * FROM @extschema@.subagent_message_keys(since, true)
-    EXCEPT
-    SELECT * FROM @extschema@.subagent_row_keys(since)) AS missing;
-
-  SELECT count(*) INTO excess FROM (
-    SELECT * FROM @extschema@.subagent_row_keys(since)
-    EXCEPT
-    SELECT * FROM @extschema@.subagent_message_keys(since, false)) AS extra;
+  -- EXECUTE: planned with the actual window start, never a generic plan that must fit every window.
+  EXECUTE 'SELECT w.shortfall, w.excess FROM @extschema@.subagent_context_window($1) AS w'
+     INTO shortfall, excess USING since;
 
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;

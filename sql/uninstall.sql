@@ -7,6 +7,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.capture_subagent_message(),
   @extschema@.subagent_context_repair(),
   @extschema@.subagent_context_health(),
+  @extschema@.subagent_context_window(timestamp),
   @extschema@.subagent_row_keys(timestamp),
   @extschema@.subagent_message_keys(timestamp, boolean),
   @extschema@.subagent_context_backfill(),
@@ -31,6 +32,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_parse_metadata(text),
   @extschema@.subagent_parse_metadata_guarded(text);
 DROP TYPE IF EXISTS @extschema@.subagent_row;
+DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx;
 DROP SEQUENCE IF EXISTS
   @extschema@.subagent_context_attempted_seq, @extschema@.subagent_context_skipped_no_identity_seq,
   @extschema@.subagent_context_persisted_seq, @extschema@.subagent_context_failed_seq,
