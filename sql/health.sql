@@ -29,24 +29,29 @@ AS $$
    WHERE r.observed_at >= since
 $$;
 
--- shortfall and excess for one window, from one pass over the messages: each qualifying message is
--- parsed once (a parse is most of the cost), and its keys serve both anti-joins. The health function
--- runs it with EXECUTE, so it is planned for the actual window start: a recent window reads only the
--- messages created since then through subagent_context_recent_messages_idx (table.sql), a full window
--- scans. Inlinable (LANGUAGE sql, STABLE, one SELECT), so EXPLAIN shows the real plan.
+-- shortfall and excess for one window, from one pass over the messages: each candidate message is
+-- parsed once (the parse is most of the cost) and its keys serve both anti-joins. It parses with the
+-- catching parser (parse.sql), whose result is subagent_parse_metadata's: on PostgreSQL 16+ that one
+-- validates, then parses again, behind a bracket count; one catching parse measured about half the time
+-- per message on PG 17 (BENCHMARKS.md, case 5). The health function runs this with EXECUTE, so it is
+-- planned for the actual window start: a recent window reads only the messages created since then,
+-- through subagent_context_recent_messages_idx (table.sql). Inlinable (LANGUAGE sql, STABLE, one
+-- SELECT), so EXPLAIN of it shows the real plan.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_context_window(since timestamp)
 RETURNS TABLE (shortfall bigint, excess bigint)
 LANGUAGE sql STABLE
 AS $$
   WITH message_keys AS MATERIALIZED (
-         SELECT m.task_session_id,
+         SELECT p.task_session_id,
                 @extschema@.subagent_text(p.doc -> 'tool_call_id') AS tool_call_id,
-                @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc) AS complete
-           FROM @extschema@.task_session_messages AS m
-          CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-          WHERE m.created_at >= since
-            AND @extschema@.subagent_may_qualify(m.metadata)
-            AND @extschema@.subagent_qualifies(p.doc)),
+                @extschema@.subagent_has_identity(p.task_session_id, p.task_id, p.doc) AS complete
+           FROM (SELECT m.task_session_id, m.task_id,
+                        @extschema@.subagent_parse_metadata_guarded(m.metadata) AS doc
+                   FROM @extschema@.task_session_messages AS m
+                  WHERE m.created_at >= since
+                    AND @extschema@.subagent_may_qualify(m.metadata)
+                 OFFSET 0) AS p  -- OFFSET 0: one parse per message, not one per use of doc
+          WHERE @extschema@.subagent_qualifies(p.doc)),
        row_keys AS MATERIALIZED (
          SELECT r.task_session_id, r.tool_call_id
            FROM @extschema@.task_session_subagents AS r
@@ -81,8 +86,9 @@ BEGIN
 
   -- Rows that share (session, tool call) with a row of another execution (SPEC §5). Two rows of one
   -- key have different execution ids (the unique key), so at most one of them is 'unknown': only keys
-  -- with a row of a known execution can collide. Those are few where the host sends no execution id,
-  -- so this reads one narrow pass for them instead of grouping the whole table.
+  -- with a row of a known execution can collide. task_session_subagents_known_execution_idx (table.sql)
+  -- lists exactly those; it is empty where the host sends no execution id, so this costs nothing there
+  -- instead of grouping the whole table.
   SELECT coalesce(sum(n), 0) INTO collisions
     FROM (SELECT count(*) AS n FROM @extschema@.task_session_subagents AS r
            WHERE (r.task_session_id, r.tool_call_id) IN (

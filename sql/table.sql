@@ -130,6 +130,12 @@ CREATE INDEX IF NOT EXISTS task_session_subagents_turn_idx ON @extschema@.task_s
 CREATE INDEX IF NOT EXISTS task_session_subagents_observed_idx
   ON @extschema@.task_session_subagents (observed_at, task_session_id, tool_call_id);
 
+-- Health's collision count starts from the rows of a known execution (not 'unknown'): usually none,
+-- so the count costs nothing instead of grouping the whole table. Writes pay one predicate check.
+CREATE INDEX IF NOT EXISTS task_session_subagents_known_execution_idx
+  ON @extschema@.task_session_subagents (task_session_id, tool_call_id)
+  WHERE agent_execution_id <> 'unknown';
+
 -- Health's recent window reads the messages that may qualify, created since capture_since. A partial
 -- index on the host table: its predicate is the capture prefilter (subagent_may_qualify, derive.sql,
 -- written out because derive.sql is installed later), so only messages that mention subagent_task get
