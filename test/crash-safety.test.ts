@@ -112,28 +112,37 @@ describe('SIGKILL in the middle of the backfill of a large store', () => {
       await migrate(c, 'public', 'up', 1);
     });
 
-    // Hold the capture_since key in an open transaction: the backfill stores every history row, then
-    // waits at its last step (writing the keys). That is the moment we kill the server.
-    const holder = await connect();
-    await holder.query(`BEGIN; INSERT INTO kandev_meta (key, value) VALUES ('subagent_context_capture_since', 'held')`);
-    const runner = await connect();
-    const running = backfill(runner, 'public').then(() => 'finished', (e: Error) => `error: ${e.message}`);
-    const watcher = await connect();
-    for (;;) {
-      const { rows } = await watcher.query(`SELECT count(*) AS n FROM pg_stat_activity
-        WHERE query LIKE '%subagent_context_backfill()%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
-      if (rows[0].n === 1n) break;
-      await new Promise((r) => setTimeout(r, 50));
+    // Two kill points, each made exact by a row another transaction holds uncommitted:
+    //  - mid-insert: a history row's key, so the backfill's INSERT waits on it part-way through;
+    //  - before the keys: the capture_since key, so it waits after storing every history row.
+    const holds: Array<[string, string]> = [
+      ['mid-insert', `INSERT INTO task_session_subagents (id, task_session_id, task_id, tool_call_id, agent_execution_id, observed_at, updated_at)
+                      VALUES ('held', 'session-${HISTORY_SESSIONS / 2}', 'task-${HISTORY_SESSIONS / 2}', 'toolu_${HISTORY_SESSIONS / 2}_50', 'unknown', '2026-08-01', '2026-08-01')`],
+      ['before the keys', `INSERT INTO kandev_meta (key, value) VALUES ('subagent_context_capture_since', 'held')`],
+    ];
+    for (const [point, hold] of holds) {
+      const holder = await connect();
+      await holder.query(`BEGIN; ${hold}`);
+      const runner = await connect();
+      const running = backfill(runner, 'public').then(() => 'finished', (e: Error) => `error: ${e.message}`);
+      const watcher = await connect();
+      for (;;) {
+        const { rows } = await watcher.query(`SELECT count(*) AS n FROM pg_stat_activity
+          WHERE query LIKE '%subagent_context_backfill()%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+        if (rows[0].n === 1n) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await crashAndRestart();
+      expect(await running, point).toMatch(/^error: /);
+      await withClient(async (c) => {
+        expect(await keys(c), point).toEqual([]);
+        expect((await c.query(`SELECT count(*) AS n FROM task_session_subagents`)).rows[0].n, point).toBe(0n);
+        expect((await c.query(`SELECT activated, shortfall FROM subagent_context_health()`)).rows[0], point)
+          .toEqual({ activated: false, shortfall: null });
+      });
     }
-    await crashAndRestart();
-    expect(await running).toMatch(/^error: /);
 
     await withClient(async (c) => {
-      expect(await keys(c)).toEqual([]);
-      expect((await c.query(`SELECT count(*) AS n FROM task_session_subagents`)).rows[0].n).toBe(0n);
-      expect((await c.query(`SELECT activated, shortfall FROM subagent_context_health()`)).rows[0])
-        .toEqual({ activated: false, shortfall: null });
-
       const result = await up(c, 'public');
       expect(result.backfill).toMatchObject({ status: 'activated', inserted: HISTORY_SESSIONS * HISTORY_CALLS_PER_SESSION });
       expect((await keys(c)).map((k) => k.key)).toEqual(['subagent_context_backfill_through', 'subagent_context_capture_since']);
