@@ -66,9 +66,9 @@ export async function withClient<T>(url: string | undefined, fn: (client: pg.Cli
   }
 }
 
-export async function assertSchemaExists(client: pg.Client, schema: string): Promise<void> {
+export async function assertSchemaExists(client: pg.Client, schema: string, exitCode = 1): Promise<void> {
   const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
   if (rows.length === 0) {
-    throw new UserError(`schema "${schema}" not found. Pass the schema that holds kandev's tables with --schema.`);
+    throw new UserError(`schema "${schema}" not found. Pass the schema that holds kandev's tables with --schema.`, exitCode);
   }
 }

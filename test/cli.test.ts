@@ -104,6 +104,21 @@ describe('errors about the target schema', () => {
     noStack(r.stderr);
   });
 
+  it('health on a schema that does not exist says so, exit 2 (never the shortfall status 1)', async () => {
+    const r = await runCli(cli, ['health', '--schema', 'nope'], env());
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(`error: schema "nope" not found. Pass the schema that holds kandev's tables with --schema.`);
+  });
+
+  it('uninstall where nothing is installed says so and changes nothing; a missing schema is an error', async () => {
+    const r = await runCli(cli, ['uninstall', '--schema', 'kandev'], env());
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe('nothing to uninstall: subagent-context is not installed in schema "kandev"');
+    const gone = await runCli(cli, ['uninstall', '--schema', 'nope'], env());
+    expect(gone.code).toBe(1);
+    expect(gone.stderr.trim()).toBe(`error: schema "nope" not found. Pass the schema that holds kandev's tables with --schema.`);
+  });
+
   it('health before installation is exit 2 with the fix', async () => {
     const r = await runCli(cli, ['health', '--schema', 'kandev'], env());
     expect(r.code).toBe(2);

@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { withClient } from '../db.js';
+import { assertSchemaExists, withClient } from '../db.js';
 import { healthInstalled, readHealth, readStats, triggerInstalled, verdict, type HealthReport } from '../health.js';
 import { printJson, keyValues, bold, green, red, yellow } from '../output.js';
 import { quoteIdent } from '../sql.js';
@@ -78,6 +78,8 @@ Examples:
 };
 
 async function healthReport(client: Parameters<typeof readHealth>[0], schema: string): Promise<HealthReport> {
+  // Exit 2, like "not installed": a monitor must never read a wrong --schema as a shortfall (1).
+  await assertSchemaExists(client, schema, 2);
   if (!(await healthInstalled(client, schema))) {
     return { status: 'not installed', exitCode: 2, installed: false, stats: null, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,

@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
-import { withClient } from '../db.js';
+import { assertSchemaExists, withClient } from '../db.js';
+import { healthInstalled, triggerInstalled } from '../health.js';
 import { migrate } from '../install.js';
 import { sqlFile } from '../sql.js';
 
@@ -16,6 +17,15 @@ Example:
   options: { 'drop-data': { type: 'boolean' } },
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await assertSchemaExists(client, ctx.schema);
+      const installed = (await healthInstalled(client, ctx.schema)) || (await triggerInstalled(client, ctx.schema));
+      const { rows: [{ has_data }] } = await client.query(
+        `SELECT to_regclass(format('%I.task_session_subagents', $1::text)) IS NOT NULL AS has_data`, [ctx.schema]);
+      if (!installed && !(ctx.args['drop-data'] && has_data)) {
+        // Idempotent for scripts, but honest: say that nothing was there.
+        console.log(`nothing to uninstall: subagent-context is not installed in schema "${ctx.schema}"`);
+        return 0;
+      }
       await migrate(client, ctx.schema, 'down');
       if (ctx.args['drop-data']) await client.query(sqlFile('uninstall-data.sql', ctx.schema));
       console.log(ctx.args['drop-data'] ? 'uninstalled; data dropped' : 'uninstalled; task_session_subagents kept');
