@@ -635,8 +635,9 @@ async function main() {
   mkdirSync(dir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const out = JSON.stringify({ ...results, table }, null, 2);
-  writeFileSync(join(dir, `${QUICK ? 'quick-' : ''}${stamp}.json`), out);
-  if (!QUICK) writeFileSync(join(dir, 'latest.json'), out);
+  const partial = QUICK || process.env.BENCH_CASES !== undefined;
+  writeFileSync(join(dir, `${partial ? 'partial-' : ''}${stamp}.json`), out);
+  if (!partial) writeFileSync(join(dir, 'latest.json'), out); // only a full run replaces the published numbers
   log(`done in ${fmt((now() - started) / 1000, 0)} s; results in bench/results/`);
 }
 
