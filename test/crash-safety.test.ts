@@ -154,6 +154,48 @@ describe('SIGKILL in the middle of the backfill of a large store', () => {
   }, 240_000);
 });
 
+describe('SIGKILL in the middle of installation', () => {
+  it('leaves nothing installed and no migration recorded; the next `up` installs and activates', async () => {
+    url = urlFor(server.url, 'postgres');
+    await withClient(async (c) => { await c.query(`CREATE DATABASE crash_install`); });
+    url = urlFor(server.url, 'crash_install');
+    await withClient(async (c) => { await createHostTables(c, 'public'); });
+    // A message writer's lock on task_session_messages: the install transaction creates the table, then
+    // waits for that lock at its first DDL on kandev's table (an index or the trigger). We kill it there.
+    const writer = await connect();
+    await writer.query(`BEGIN; LOCK TABLE task_session_messages IN ROW EXCLUSIVE MODE`);
+    const installer = await connect();
+    const { rows: [{ pid }] } = await installer.query(`SELECT pg_backend_pid() AS pid`);
+    const running = up(installer, 'public').then(() => 'finished', (e: Error) => `error: ${e.message}`);
+    const watcher = await connect();
+    for (;;) {
+      const { rows } = await watcher.query(`SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1`, [pid]);
+      if (rows[0]?.wait_event_type === 'Lock') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await crashAndRestart();
+    expect(await running).toMatch(/^error: /);
+
+    await withClient(async (c) => {
+      const { rows: [left] } = await c.query(`
+        SELECT to_regclass('public.task_session_subagents') IS NOT NULL AS subagent_table,
+               to_regclass('public.subagent_context_failures') IS NOT NULL AS failures_table,
+               (SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace) AS functions,
+               (SELECT count(*) FROM pg_trigger WHERE tgname = 'subagent_context_capture') AS triggers,
+               (SELECT count(*) FROM kandev_meta WHERE key LIKE 'subagent_context%') AS keys`);
+      expect(left).toEqual({ subagent_table: false, failures_table: false, functions: 0n, triggers: 0n, keys: 0n });
+      const recorded = await c.query(`SELECT name FROM public.subagent_context_migrations`).then((r) => r.rows, () => []);
+      expect(recorded).toEqual([]);
+
+      const result = await up(c, 'public');
+      expect(result.applied).toEqual(['1764680000000_install-capture', '1764680000001_activate']);
+      expect(result.backfill.status).toBe('activated');
+      expect((await c.query(`SELECT activated, shortfall, trigger_enabled FROM subagent_context_health()`)).rows[0])
+        .toEqual({ activated: true, shortfall: 0n, trigger_enabled: true });
+    });
+  }, 240_000);
+});
+
 describe('SIGKILL in the middle of concurrent capture', () => {
   const db = 'crash_capture';
   const WRITERS = 8;

@@ -30,6 +30,11 @@ async function installed(schema: string) {
     sequences: await q(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                          WHERE n.nspname = $1 AND c.relkind = 'S' AND c.relname LIKE 'subagent_context%'
                            AND NOT c.relname IN ('subagent_context_failures_id_seq', 'subagent_context_migrations_id_seq')`),
+    // Nothing of ours may stay on kandev's own tables (indexes included).
+    hostIndexes: await q(`SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+                           JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+                           WHERE n.nspname = $1 AND t.relname IN ('task_session_messages', 'kandev_meta', 'tasks',
+                             'task_sessions', 'task_session_turns') AND i.relname LIKE 'subagent%'`),
     // node-pg-migrate's bookkeeping table stays (empty) after a full down; a reinstall reuses it.
     migrations: (await db.query(`SELECT name FROM ${quote(schema)}.${MIGRATIONS_TABLE} ORDER BY name`)).rows
       .map((r) => r.name as string),
@@ -77,7 +82,7 @@ function uninstall(schema: string, dropData = false) {
   });
 }
 
-const NOTHING_INSTALLED = { trigger: [], functions: [], sequences: [], types: [], keys: [], migrations: [] };
+const NOTHING_INSTALLED = { trigger: [], functions: [], sequences: [], types: [], keys: [], migrations: [], hostIndexes: [] };
 
 describe('plain node-pg-migrate down', () => {
   const schema = 'lc_pgm_down';
