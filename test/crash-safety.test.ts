@@ -55,7 +55,16 @@ async function crashAndRestart() {
 }
 
 beforeAll(async () => {
-  server = await startEmbeddedPostgres({ version: (await suiteMajor()) ?? process.env.PG_VERSION });
+  const major = (await suiteMajor()) ?? process.env.PG_VERSION;
+  try {
+    server = await startEmbeddedPostgres({ version: major });
+  } catch (err) {
+    // That major's binaries are not installed (`npm run pg-versions`; CI installs them): crash the
+    // default major instead rather than skip the test.
+    if (!/npm run pg-versions/.test(String(err))) throw err;
+    console.warn(`crash-safety: ${String(err)}; using the default embedded major`);
+    server = await startEmbeddedPostgres({ version: '' });
+  }
   url = server.url;
 }, 180_000);
 
