@@ -11,6 +11,7 @@
 // subagent; subagent_type missing on 3; largest total_tokens 275,717. Around it: plain chat messages, a
 // few malformed frames (anomalous metrics, unparseable metadata) and one frame without identity.
 import type pg from 'pg';
+import { seededRandom } from './random.js';
 
 export const SHAPE = {
   sessions: 38,
@@ -83,17 +84,7 @@ export interface PlanOptions {
   seed?: number;
 }
 
-/** A small deterministic PRNG (mulberry32). */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = seededRandom;
 
 function shuffle<T>(items: T[], rnd: () => number): T[] {
   for (let i = items.length - 1; i > 0; i--) {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, subagentMetadata, type SubagentFrame } from '../src/host.js';
+import { seededRandom } from '../src/random.js';
 
 const db = await freshDatabase('concurrency');
 await db.createHost();
@@ -26,15 +27,7 @@ const rowsOf = async (session: string) =>
   (await db.query(`SELECT * FROM task_session_subagents WHERE task_session_id = $1 ORDER BY tool_call_id`, [session])).rows
     .map(({ id, ...rest }) => rest);
 
-/** Deterministic PRNG (mulberry32): the same schedule on every run. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 const at = (second: number) => `2026-08-12 10:00:${String(second).padStart(2, '0')}`;
 

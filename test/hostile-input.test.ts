@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
+import { seededRandom } from '../src/random.js';
 
 const db = await freshDatabase('hostile_input');
 await db.createHost('public');
@@ -181,14 +182,7 @@ function merge(stored: Record<string, any> | null, incoming: Record<string, any>
 // The corpus.
 // ---------------------------------------------------------------------------------------------------
 
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 const rand = prng(0x5ab_a6e7);
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_';
 const MB = 1 << 20;

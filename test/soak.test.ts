@@ -14,6 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
+import { seededRandom } from '../src/random.js';
 
 const FRAMES = Number(process.env.SOAK_FRAMES ?? 10_000);
 const CONNECTIONS = 32;
@@ -23,14 +24,7 @@ const db = await freshDatabase('soak');
 await db.createHost();
 await db.up();
 
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 /** A picker over weighted choices. */
 function weighted<T>(rand: () => number, choices: Array<[number, T]>): T {
