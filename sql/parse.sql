@@ -36,16 +36,11 @@ BEGIN
       $body$
     $fn$;
   ELSE
+    -- PostgreSQL 15: no way to test input without raising, so every parse is the catching one.
     EXECUTE $fn$
       CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
-      RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-      AS $body$
-      BEGIN
-        RETURN metadata::jsonb;
-      EXCEPTION WHEN OTHERS THEN
-        RETURN NULL;
-      END
-      $body$
+      RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+      AS $body$ SELECT @extschema@.subagent_parse_metadata_guarded(metadata) $body$
     $fn$;
   END IF;
 END
