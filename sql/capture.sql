@@ -14,6 +14,11 @@
 --
 -- SECURITY DEFINER: writers of messages need no privilege on the subagent table. search_path is pinned
 -- here, once; the per-row helpers stay inlinable and are parsed under this path.
+--
+-- Cost shape (BENCHMARKS.md): every expression here is compiled again on each message write (PL/pgSQL
+-- rebuilds its expression states per transaction, the executor its plan state per statement), so the
+-- common path is kept to few statements and few operators: counters advance by assignment (PERFORM
+-- would run a query), the call id is only needed for a failure report, and the clock is read once.
 
 CREATE OR REPLACE FUNCTION @extschema@.capture_subagent_message()
 RETURNS trigger
@@ -22,40 +27,36 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $capture$
 DECLARE
-  doc           jsonb;
+  doc            jsonb;   -- stays NULL when the metadata does not parse
   call_execution text;
   call_id        text;
-  anomalous     boolean := false;
-  created_utc   timestamp;
-  updated_utc   timestamp;
-  parsed        boolean := false;
-  fault_state   text;
-  fault_message text;
-  fault_detail  text;
+  anomalous      boolean := false;
+  now_utc        timestamp;
+  counted        bigint;
+  fault_state    text;
+  fault_message  text;
+  fault_detail   text;
 BEGIN
   BEGIN
     doc := NEW.metadata::jsonb;
-    parsed := true;
     IF NOT @extschema@.subagent_qualifies(doc) THEN
       RETURN NULL;
     END IF;
-    PERFORM nextval('@extschema@.subagent_context_attempted_seq');
+    counted := nextval('@extschema@.subagent_context_attempted_seq');
     IF NOT @extschema@.subagent_has_identity(NEW.task_session_id, NEW.task_id, doc) THEN
-      PERFORM nextval('@extschema@.subagent_context_skipped_no_identity_seq');
+      counted := nextval('@extschema@.subagent_context_skipped_no_identity_seq');
       RETURN NULL;
     END IF;
-    call_id := @extschema@.subagent_text(doc -> 'tool_call_id');
     -- Most frames carry no metric at all (async launches); only test them when one is there.
     IF doc #> '{normalized,subagent_task}' ?| ARRAY['total_tokens', 'tool_use_count', 'duration_ms'] THEN
       anomalous := @extschema@.subagent_has_anomaly(doc);
     END IF;
     call_execution := @extschema@.subagent_execution_id(doc,
                       current_setting('subagent_context.agent_execution_id', true));
-    -- Resolved here, not in the call below: a volatile argument (clock_timestamp) would stop the
+    -- Read once, here, not in the call below: a volatile argument (clock_timestamp) would stop the
     -- planner from inlining derive_subagent_row, and a non-inlined SQL function is re-planned on
     -- every call (measured: ~0.7 ms per message write instead of a few µs).
-    created_utc := coalesce(NEW.created_at, clock_timestamp() AT TIME ZONE 'UTC');
-    updated_utc := coalesce(NEW.updated_at, clock_timestamp() AT TIME ZONE 'UTC');
+    now_utc := clock_timestamp() AT TIME ZONE 'UTC';
 
     INSERT INTO @extschema@.task_session_subagents AS s (
       id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
@@ -68,7 +69,7 @@ BEGIN
            'live', d.observed_at, d.settled_at, d.updated_at
       FROM @extschema@.derive_subagent_row(
              NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
-             created_utc, updated_utc, call_execution) AS d
+             coalesce(NEW.created_at, now_utc), coalesce(NEW.updated_at, now_utc), call_execution) AS d
     ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
       -- id, task_id, agent_execution_id, source, observed_at: never changed.
       turn_id             = coalesce(s.turn_id, EXCLUDED.turn_id),
@@ -88,17 +89,15 @@ BEGIN
       is_async            = greatest(s.is_async, EXCLUDED.is_async),
       updated_at          = greatest(s.updated_at, EXCLUDED.updated_at);
 
-    PERFORM nextval('@extschema@.subagent_context_persisted_seq');
-    IF call_execution = 'unknown' THEN
-      PERFORM nextval('@extschema@.subagent_context_unknown_execution_seq');
-    END IF;
-    IF anomalous THEN
-      PERFORM nextval('@extschema@.subagent_context_anomalous_value_seq');
-    END IF;
+    counted := nextval('@extschema@.subagent_context_persisted_seq')
+             + CASE WHEN call_execution = 'unknown'
+                    THEN nextval('@extschema@.subagent_context_unknown_execution_seq') ELSE 0 END
+             + CASE WHEN anomalous THEN nextval('@extschema@.subagent_context_anomalous_value_seq') ELSE 0 END;
   EXCEPTION WHEN OTHERS THEN
-    IF NOT parsed THEN
+    IF doc IS NULL THEN
       RETURN NULL;  -- metadata is not JSON (or not representable as jsonb): not a subagent call
     END IF;
+    call_id := @extschema@.subagent_text_field(doc, 'tool_call_id');  -- for the report only
     GET STACKED DIAGNOSTICS fault_state = RETURNED_SQLSTATE, fault_message = MESSAGE_TEXT,
                             fault_detail = PG_EXCEPTION_DETAIL;
     -- The id is cut short here (the failures table keeps it whole): a hostile 1 MB tool_call_id

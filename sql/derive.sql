@@ -23,6 +23,14 @@ CREATE OR REPLACE FUNCTION @extschema@.subagent_text(v jsonb)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN jsonb_typeof(v) = 'string' THEN nullif(v #>> '{}', '') END $$;
 
+-- The same rule for a field of an object, read in place: one operator fewer than
+-- subagent_text(obj -> field), and the value is not copied out first. Each operator in the capture
+-- path is compiled again on every message write (per statement and per transaction), so the count
+-- matters there.
+CREATE OR REPLACE FUNCTION @extschema@.subagent_text_field(obj jsonb, field text)
+RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN jsonb_typeof(obj -> field) = 'string' THEN nullif(obj ->> field, '') END $$;
+
 -- A count: a JSON integer in [0, bigint max], else NULL. Strings, fractions (1.5, 2.0), booleans,
 -- objects and out-of-range numbers (1e30) are not counts. jsonb stores 1e2 as 100, so it counts.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_count(v jsonb)
@@ -30,7 +38,7 @@ RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT CASE WHEN jsonb_typeof(v) = 'number'
                AND scale(v::numeric) = 0
-               AND v::numeric BETWEEN 0 AND 9223372036854775807
+               AND v::numeric <@ numrange(0, 9223372036854775807, '[]')  -- folded to one constant
               THEN v::numeric::bigint END
 $$;
 
@@ -64,13 +72,13 @@ RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT nullif(task_session_id, '') IS NOT NULL
      AND nullif(task_id, '') IS NOT NULL
-     AND @extschema@.subagent_text(doc -> 'tool_call_id') IS NOT NULL
+     AND @extschema@.subagent_text_field(doc, 'tool_call_id') IS NOT NULL
 $$;
 
 -- Execution identity (SPEC §5): metadata first, then the transaction-local setting, else 'unknown'.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_execution_id(doc jsonb, setting text)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT coalesce(@extschema@.subagent_text(doc -> 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
+AS $$ SELECT coalesce(@extschema@.subagent_text_field(doc, 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
 
 -- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
 -- source are the writer's). Named once so derivation and history share it.
@@ -97,26 +105,29 @@ RETURNS SETOF @extschema@.subagent_row
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT $1, $2, nullif($3, ''),
-         @extschema@.subagent_text($4 -> 'tool_call_id'),
+         @extschema@.subagent_text_field($4, 'tool_call_id'),
          $7,
-         @extschema@.subagent_text($4 -> 'parent_tool_call_id'),
-         @extschema@.subagent_text(st -> 'subagent_type'),
-         @extschema@.subagent_text(st -> 'description'),
-         @extschema@.subagent_text(st -> 'agent_id'),
-         @extschema@.subagent_text(st -> 'child_session_id'),
-         @extschema@.subagent_text(st -> 'model'),
-         @extschema@.subagent_text(st -> 'status'),
-         @extschema@.subagent_text($4 -> 'status'),
+         @extschema@.subagent_text_field($4, 'parent_tool_call_id'),
+         @extschema@.subagent_text_field(st, 'subagent_type'),
+         @extschema@.subagent_text_field(st, 'description'),
+         @extschema@.subagent_text_field(st, 'agent_id'),
+         @extschema@.subagent_text_field(st, 'child_session_id'),
+         @extschema@.subagent_text_field(st, 'model'),
+         @extschema@.subagent_text_field(st, 'status'),
+         tool_status,
          @extschema@.subagent_flag(st -> 'is_async'),
          nullif(@extschema@.subagent_count(st -> 'total_tokens'), 0),
          @extschema@.subagent_count(st -> 'tool_use_count'),
          nullif(@extschema@.subagent_count(st -> 'duration_ms'), 0),
          $5,
-         CASE WHEN @extschema@.subagent_is_terminal_status(@extschema@.subagent_text($4 -> 'status')) THEN $6 END,
+         CASE WHEN @extschema@.subagent_is_terminal_status(tool_status) THEN $6 END,
          $6
     -- OFFSET 0 keeps this subquery from being flattened: st is extracted once per row instead of
-    -- once per use (a dozen copies of the subagent_task object, prompt included).
-    FROM (SELECT $4 #> '{normalized,subagent_task}' AS st OFFSET 0) AS s
+    -- once per use (a dozen copies of the subagent_task object, prompt included), and tool_status,
+    -- used twice, is derived once.
+    FROM (SELECT $4 #> '{normalized,subagent_task}' AS st,
+                 @extschema@.subagent_text_field($4, 'status') AS tool_status
+          OFFSET 0) AS s
    WHERE @extschema@.subagent_qualifies($4)
      AND @extschema@.subagent_has_identity($1, $2, $4)
 $$;

@@ -26,6 +26,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_has_anomaly(jsonb),
   @extschema@.subagent_metric_is_anomalous(jsonb),
   @extschema@.subagent_count(jsonb),
+  @extschema@.subagent_text_field(jsonb, text),
   @extschema@.subagent_text(jsonb),
   @extschema@.subagent_qualifies(jsonb),
   @extschema@.subagent_may_qualify(text),
