@@ -6,8 +6,9 @@
 -- cost ~4 µs a call). Callers pin search_path; that is why the bodies may name built-ins unqualified.
 
 -- Cheap textual prefilter: can this metadata possibly qualify? Used to skip parsing history rows.
--- The trigger's WHEN clause carries the same expression literally (a WHEN clause must not depend on
--- EXECUTE privileges an operator may revoke). A JSON \u escape could spell "subagent_task", so any
+-- The trigger's WHEN clause carries the same filter as one regular expression (a WHEN clause must not
+-- depend on EXECUTE privileges an operator may revoke; capture.sql says why the different spelling).
+-- This spelling stays: it is the predicate of the health index on task_session_messages (table.sql). A JSON \u escape could spell "subagent_task", so any
 -- escape also passes the filter; the parse decides.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE

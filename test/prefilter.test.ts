@@ -1,6 +1,7 @@
 // The trigger's WHEN clause and subagent_may_qualify() are the same filter written twice (the WHEN
-// clause must not call a function whose EXECUTE privilege an operator could revoke). Pin them together,
-// and pin what the filter lets through.
+// clause must not call a function whose EXECUTE privilege an operator could revoke, and it is spelled as
+// one regular expression because that is cheaper per statement). Pin them together input by input, and
+// pin what the filter lets through.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 
@@ -8,21 +9,33 @@ const db = await freshDatabase('prefilter');
 await db.createHost();
 await db.up();
 
-/** An expression with whitespace, casts and redundant parentheses removed, for comparison. */
-function normalize(expr: string): string {
-  return expr.replace(/::text/g, '').replace(/new\.metadata|metadata/gi, 'M').replace(/[\s()]/g, '').toLowerCase();
-}
+// Texts on both sides of each part of the filter: the name, near misses of it (a regular expression
+// would read `_` or `.` loosely if it were written wrongly), escapes and bare backslashes.
+const CORPUS = [
+  '{"normalized":{"kind":"subagent_task"}}', 'subagent_task', 'xsubagent_taskx', 'subagent_tas', 'ubagent_task',
+  'SUBAGENT_TASK', 'subagentXtask', 'subagent.task', 'subagent-task', 'subagent task', 'subagent_Task',
+  '{"k":"subagent\\u005ftask"}', '\\u', 'a\\ub', '\\U0041', '\\\\u', '\\', 'u', '\\n', '\\x',
+  '{"normalized":{"kind":"tool_call"}}', 'streaming text', '', 'ü ∑ 😀', 'a'.repeat(100_000) + 'subagent_task',
+];
 
 describe('the non-subagent fast path', () => {
-  it('the WHEN clause is the same expression as subagent_may_qualify()', async () => {
+  it('the WHEN clause lets through exactly what subagent_may_qualify() does', async () => {
     const { rows: [trigger] } = await db.query(
       `SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgname = 'subagent_context_capture'`);
     const when = /WHEN \((.*)\) EXECUTE FUNCTION/.exec(trigger.def)?.[1];
     expect(when).toBeDefined();
-    const { rows: [fn] } = await db.query(
-      `SELECT prosrc FROM pg_proc WHERE proname = 'subagent_may_qualify'`);
-    const body = /SELECT (.*)$/s.exec(fn.prosrc.trim())?.[1];
-    expect(normalize(when!)).toBe(normalize(body!.replace(/E'\\\\u'/, "'\\u'")));
+    expect(when).toMatch(/new\.metadata/i);
+    const expr = when!.replace(/new\.metadata/gi, 'm');
+    const { rows } = await db.query(
+      `SELECT m, coalesce((${expr}), false) AS by_when, coalesce(subagent_may_qualify(m), false) AS by_function
+         FROM unnest($1::text[]) AS m`, [CORPUS]);
+    expect(rows.filter((r: any) => r.by_when !== r.by_function).map((r: any) => r.m.slice(0, 40))).toEqual([]);
+    // Both halves of the filter are exercised: some inputs pass, some do not.
+    expect(rows.filter((r: any) => r.by_when).length).toBe(8);
+    // NULL metadata passes neither (the trigger does not fire).
+    const { rows: [n] } = await db.query(`SELECT (${when!.replace(/new\.metadata/gi, 'NULL::text')}) AS w,
+      subagent_may_qualify(NULL) AS f`);
+    expect(n).toEqual({ w: null, f: null });
   });
 
   it.each([
