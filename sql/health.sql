@@ -35,7 +35,7 @@ $$;
 -- validates, then parses again, behind a bracket count; one catching parse measured about half the time
 -- per message on PG 17 (BENCHMARKS.md, case 5). The health function runs this with EXECUTE, so it is
 -- planned for the actual window start: a recent window reads only the messages created since then,
--- through subagent_context_recent_messages_idx (table.sql). Inlinable (LANGUAGE sql, STABLE, one
+-- through subagent_context_recent_messages_idx (message-index.sql). Inlinable (LANGUAGE sql, STABLE, one
 -- SELECT), so EXPLAIN of it shows the real plan.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_context_window(since timestamp)
 RETURNS TABLE (shortfall bigint, excess bigint)

@@ -136,16 +136,7 @@ CREATE INDEX IF NOT EXISTS task_session_subagents_known_execution_idx
   ON @extschema@.task_session_subagents (task_session_id, tool_call_id)
   WHERE agent_execution_id <> 'unknown';
 
--- Health's recent window reads the messages that may qualify, created since capture_since. A partial
--- index on the host table: its predicate is the capture prefilter (subagent_may_qualify, derive.sql,
--- written out because derive.sql is installed later), so only messages that mention subagent_task get
--- an entry. Cost on writes: other messages pay two strpos calls per INSERT and per non-HOT UPDATE;
--- subagent frames pay one btree insert per new row version. Because the predicate reads metadata, an
--- UPDATE that changes metadata is no longer HOT on hosts without kandev's metadata expression index
--- (on kandev it already was not). BENCHMARKS.md has the measured cost.
-CREATE INDEX IF NOT EXISTS subagent_context_recent_messages_idx
-  ON @extschema@.task_session_messages (created_at)
-  WHERE strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0;
+-- Health's index on task_session_messages is built by message-index.sql, without blocking writers.
 
 -- Only the capture function (its owner) writes here; writers of messages need no privilege on it.
 REVOKE ALL ON @extschema@.task_session_subagents FROM PUBLIC;

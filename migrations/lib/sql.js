@@ -25,6 +25,11 @@ export function sqlFile(file, schema) {
   return readFileSync(new URL(file, SQL_DIR), 'utf8').replaceAll('@extschema@', quoteIdent(schema));
 }
 
+/** A file's statements, for files that must run one statement at a time (split at `-- statement`). */
+export function sqlStatements(file, schema) {
+  return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
+}
+
 /**
  * The schema a node-pg-migrate run targets: node-pg-migrate sets search_path to its --schema, so it is
  * current_schema(). Refuses, naming what is missing, when the schema or kandev's tables are absent.
