@@ -139,6 +139,24 @@ async function subagentWrite(w: Writer, id: string, call: ReturnType<typeof newC
   if (tx) await w.c.query('COMMIT');
 }
 
+/**
+ * Runs each variant once (warm-up: plans, caches), then `rounds` rounds with the variants in alternating
+ * order, so load bursts hit every side alike. Returns each round's wall and server-CPU µs per write.
+ */
+async function alternate(variants: string[], rounds: number, run: (variant: string) => Promise<number[]>) {
+  const perWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
+  const cpuPerWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
+  for (const v of variants) await run(v);
+  for (let r = 0; r < rounds; r++) {
+    for (const v of order(variants, r)) {
+      const [wall, cpu] = await run(v);
+      perWrite[v].push(wall);
+      cpuPerWrite[v].push(cpu);
+    }
+  }
+  return { perWrite, cpuPerWrite };
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Case 1: writes that are not subagent calls. A unit: a streamed text message (INSERT + 4 UPDATEs of
 // its content) and a shell tool call (INSERT + 2 UPDATEs of its metadata): 8 autocommit writes.
@@ -152,8 +170,6 @@ async function case1(dbs: Record<string, string>) {
   for (const v of variants) {
     ws[v] = { c: await open(dbs[v]), session: 'live-ses-0', task: 'live-task-0', turn: 'live-turn-0-0', app: false };
   }
-  const perWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
-  const cpuPerWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
   const run = async (w: Writer) => {
     const t0 = now();
     const c0 = serverCpu(w.c);
@@ -172,14 +188,7 @@ async function case1(dbs: Record<string, string>) {
     }
     return [(now() - t0) * 1000 / (units * 8), (serverCpu(w.c) - c0) / 1000 / (units * 8)];
   };
-  for (const v of variants) await run(ws[v]); // warm-up: plans, caches
-  for (let r = 0; r < rounds; r++) {
-    for (const v of order(variants, r)) {
-      const [wall, cpu] = await run(ws[v]);
-      perWrite[v].push(wall);
-      cpuPerWrite[v].push(cpu);
-    }
-  }
+  const { perWrite, cpuPerWrite } = await alternate(variants, rounds, (v) => run(ws[v]));
   for (const w of Object.values(ws)) await w.c.end();
   const ratio = pairedRatio(perWrite.capture, perWrite.plain);
   const idx = pairedRatio(perWrite.capture, perWrite.capture_no_health_index);
@@ -210,9 +219,7 @@ async function case2(dbs: Record<string, string>) {
   for (const v of variants) {
     ws[v] = { c: await open(dbs[v]), session: 'live-ses-1', task: 'live-task-1', turn: 'live-turn-1-0', app: v === 'app' };
   }
-  const perWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
   let writes = 0;
-  const cpuPerWrite: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
   const run = async (w: Writer) => {
     writes = 0;
     const t0 = now();
@@ -229,14 +236,7 @@ async function case2(dbs: Record<string, string>) {
     }
     return [(now() - t0) * 1000 / writes, (serverCpu(w.c) - c0) / 1000 / writes];
   };
-  for (const v of variants) await run(ws[v]);
-  for (let r = 0; r < rounds; r++) {
-    for (const v of order(variants, r)) {
-      const [wall, cpu] = await run(ws[v]);
-      perWrite[v].push(wall);
-      cpuPerWrite[v].push(cpu);
-    }
-  }
+  const { perWrite, cpuPerWrite } = await alternate(variants, rounds, (v) => run(ws[v]));
   for (const w of Object.values(ws)) await w.c.end();
   const vsPlain = pairedRatio(perWrite.capture, perWrite.plain);
   const vsApp = pairedRatio(perWrite.capture, perWrite.app);
