@@ -6,12 +6,12 @@
 //
 // It needs a server it may kill, so it starts its own embedded one: the major of the suite's server
 // when that is 15-18 (so the system-15 CI run crashes a 15), else PG_VERSION / the default.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../src/embedded.js';
+import type { EmbeddedServer } from '../src/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
 import { backfill, migrate, up } from '../src/install.js';
-import { urlFor } from './helpers/database.js';
+import { startOwnServer, urlFor } from './helpers/database.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -22,17 +22,6 @@ const HISTORY_NOISE_PER_SESSION = 50;    // ... among 20,000 ordinary messages
 
 let server: EmbeddedServer;
 let url: string;
-
-async function suiteMajor(): Promise<string | undefined> {
-  const c = new pg.Client(inject('adminUrl'));
-  await c.connect();
-  try {
-    const { rows } = await c.query(`SELECT (current_setting('server_version_num')::int / 10000)::text AS major`);
-    return (SUPPORTED_MAJORS as readonly string[]).includes(rows[0].major) ? rows[0].major : undefined;
-  } finally {
-    await c.end();
-  }
-}
 
 async function connect(): Promise<pg.Client> {
   const c = new pg.Client(url);
@@ -55,16 +44,7 @@ async function crashAndRestart() {
 }
 
 beforeAll(async () => {
-  const major = (await suiteMajor()) ?? process.env.PG_VERSION;
-  try {
-    server = await startEmbeddedPostgres({ version: major });
-  } catch (err) {
-    // That major's binaries are not installed (`npm run pg-versions`; CI installs them): crash the
-    // default major instead rather than skip the test.
-    if (!/npm run pg-versions/.test(String(err))) throw err;
-    console.warn(`crash-safety: ${String(err)}; using the default embedded major`);
-    server = await startEmbeddedPostgres({ version: '' });
-  }
+  server = await startOwnServer();
   url = server.url;
 }, 180_000);
 

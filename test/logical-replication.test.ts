@@ -4,12 +4,12 @@
 // subscriber shows the shortfall, repair fixes it, and ENABLE ALWAYS makes the subscriber capture live.
 // The simulated variants (SET session_replication_role, DISABLE TRIGGER ALL) are in
 // replication-role.test.ts; the procedure is in docs/reliability.md.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../src/embedded.js';
+import type { EmbeddedServer } from '../src/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
 import { up } from '../src/install.js';
-import { urlFor } from './helpers/database.js';
+import { startOwnServer, urlFor } from './helpers/database.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -25,17 +25,6 @@ async function connect(database: string) {
   await c.connect();
   clients.push(c);
   return c;
-}
-
-async function suiteMajor(): Promise<string | undefined> {
-  const c = new pg.Client(inject('adminUrl'));
-  await c.connect();
-  try {
-    const { rows } = await c.query(`SELECT (current_setting('server_version_num')::int / 10000)::text AS major`);
-    return (SUPPORTED_MAJORS as readonly string[]).includes(rows[0].major) ? rows[0].major : undefined;
-  } finally {
-    await c.end();
-  }
 }
 
 const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
@@ -64,7 +53,7 @@ const rows = async (c: pg.Client) => (await c.query(
   `SELECT tool_call_id, source, total_tokens, tool_status FROM task_session_subagents ORDER BY tool_call_id`)).rows;
 
 beforeAll(async () => {
-  server = await startEmbeddedPostgres({ version: (await suiteMajor()) ?? process.env.PG_VERSION, flags: ['-c', 'wal_level=logical'] });
+  server = await startOwnServer(['-c', 'wal_level=logical']);
   const admin = await connect('postgres');
   await admin.query(`CREATE DATABASE publisher`);
   await admin.query(`CREATE DATABASE subscriber`);
@@ -83,6 +72,15 @@ beforeAll(async () => {
   await sub.query(`CREATE SUBSCRIPTION kandev_sub
     CONNECTION 'host=127.0.0.1 port=${u.port} dbname=publisher user=postgres password=${decodeURIComponent(u.password)}'
     PUBLICATION kandev WITH (create_slot = false, slot_name = 'kandev_sub')`);
+  // Each table first syncs on its own worker; until all are ready, a message can be applied before its
+  // session (replica role skips the FK check), and a repair on the subscriber would then fail its FK.
+  for (let tries = 0; ; tries++) {
+    const { rows: [r] } = await sub.query(
+      `SELECT count(*) FILTER (WHERE srsubstate <> 'r') AS pending, count(*) AS tables FROM pg_subscription_rel`);
+    if (r.tables === 4n && r.pending === 0n) break;
+    if (tries > 600) throw new Error('the subscription never finished its initial table sync');
+    await new Promise((res) => setTimeout(res, 100));
+  }
 }, 180_000);
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
 // A fresh database per test file, with kandev's host tables, and helpers to install capture into it.
 import { inject, afterAll } from 'vitest';
 import pg from 'pg';
+import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../src/embedded.js';
 import { randomBytes } from 'node:crypto';
 import { createHostTables } from '../../src/host.js';
 import { migrate, up } from '../../src/install.js';
@@ -74,4 +75,32 @@ export async function freshDatabase(label = 'test'): Promise<TestDatabase> {
     up: (schema = 'public') => withOne((c) => up(c, schema)),
     query: (text, values) => pool.query(text, values as any[]),
   };
+}
+
+/** The major version of the suite's server, when it is one the embedded server can also run. */
+async function suiteMajor(): Promise<string | undefined> {
+  const c = new pg.Client(inject('adminUrl'));
+  await c.connect();
+  try {
+    const { rows } = await c.query(`SELECT (current_setting('server_version_num')::int / 10000)::text AS major`);
+    return (SUPPORTED_MAJORS as readonly string[]).includes(rows[0].major) ? rows[0].major : undefined;
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * A private embedded server for tests that must kill or reconfigure theirs, of the same major as the
+ * suite's server (so the system-15 run exercises 15). When that major's binaries are not installed
+ * (`npm run pg-versions`; CI installs them) it falls back to the default major rather than skip.
+ */
+export async function startOwnServer(flags: string[] = []): Promise<EmbeddedServer> {
+  const major = (await suiteMajor()) ?? process.env.PG_VERSION;
+  try {
+    return await startEmbeddedPostgres({ version: major, flags });
+  } catch (err) {
+    if (!/npm run pg-versions/.test(String(err))) throw err;
+    console.warn(`${String(err)}; using the default embedded major`);
+    return startEmbeddedPostgres({ version: '', flags });
+  }
 }
