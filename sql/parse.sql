@@ -10,9 +10,13 @@
 -- exhausts the stack ("stack depth limit exceeded"), and pg_input_is_valid raises it. One such message
 -- would make health, backfill and repair fail. Text with few '[' and '{' cannot nest deeply, so only
 -- text with many of them goes through the catching plpgsql parser; everything else stays inlined.
+--
+-- PARALLEL UNSAFE, all of them: an EXCEPTION block opens a subtransaction, which PostgreSQL refuses
+-- inside a parallel query ("cannot start subtransactions during a parallel operation"). Declared
+-- unsafe, a query over them (an operator's, a dashboard's) is simply never planned in parallel.
 
 CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata_guarded(metadata text)
-RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE
 AS $body$
 BEGIN
   RETURN metadata::jsonb;
@@ -26,7 +30,7 @@ BEGIN
   IF current_setting('server_version_num')::int >= 160000 THEN
     EXECUTE $fn$
       CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
-      RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE
+      RETURNS jsonb LANGUAGE sql STABLE PARALLEL UNSAFE
       AS $body$
         SELECT CASE
                  WHEN length(metadata) - length(translate(metadata, '[{', '')) > 256
@@ -39,7 +43,7 @@ BEGIN
     -- PostgreSQL 15: no way to test input without raising, so every parse is the catching one.
     EXECUTE $fn$
       CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
-      RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+      RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL UNSAFE
       AS $body$ SELECT @extschema@.subagent_parse_metadata_guarded(metadata) $body$
     $fn$;
   END IF;
