@@ -1,5 +1,6 @@
 // Connections, and the errors an operator can act on.
 import pg from 'pg';
+import { SQL } from 'sql-template-strings';
 
 export type Client = pg.Client;
 
@@ -67,7 +68,7 @@ export async function withClient<T>(url: string | undefined, fn: (client: pg.Cli
 }
 
 export async function assertSchemaExists(client: pg.Client, schema: string, exitCode = 1): Promise<void> {
-  const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  const { rows } = await client.query(SQL`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`);
   if (rows.length === 0) {
     throw new UserError(`schema "${schema}" not found. Pass the schema that holds kandev's tables with --schema.`, exitCode);
   }

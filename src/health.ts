@@ -1,6 +1,7 @@
 // Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql).
 import type pg from 'pg';
 import { quoteIdent } from './sql.js';
+import { SQL } from 'sql-template-strings';
 
 export interface Health {
   activated: boolean;
@@ -58,14 +59,14 @@ export async function readStats(client: pg.Client, schema: string): Promise<Stat
 /** Is subagent_context_health() there to ask? (False before `up`, or in another schema.) */
 export async function healthInstalled(client: pg.Client, schema: string): Promise<boolean> {
   const { rows } = await client.query(
-    `SELECT to_regprocedure(format('%I.subagent_context_health()', $1::text)) IS NOT NULL AS installed`, [schema]);
+    SQL`SELECT to_regprocedure(format('%I.subagent_context_health()', ${schema}::text)) IS NOT NULL AS installed`);
   return rows[0].installed;
 }
 
 export async function triggerInstalled(client: pg.Client, schema: string): Promise<boolean> {
   const { rows } = await client.query(
-    `SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', $1::text))
-        AND tgname = 'subagent_context_capture'`, [schema]);
+    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
+        AND tgname = 'subagent_context_capture'`);
   return rows.length > 0;
 }
 

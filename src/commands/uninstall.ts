@@ -3,6 +3,7 @@ import { assertSchemaExists, withClient } from '../db.js';
 import { healthInstalled, triggerInstalled } from '../health.js';
 import { migrate } from '../install.js';
 import { sqlFile } from '../sql.js';
+import { SQL } from 'sql-template-strings';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
@@ -20,7 +21,7 @@ Example:
       await assertSchemaExists(client, ctx.schema);
       const installed = (await healthInstalled(client, ctx.schema)) || (await triggerInstalled(client, ctx.schema));
       const { rows: [{ has_data }] } = await client.query(
-        `SELECT to_regclass(format('%I.task_session_subagents', $1::text)) IS NOT NULL AS has_data`, [ctx.schema]);
+        SQL`SELECT to_regclass(format('%I.task_session_subagents', ${ctx.schema}::text)) IS NOT NULL AS has_data`);
       if (!installed && !(ctx.args['drop-data'] && has_data)) {
         // Idempotent for scripts, but honest: say that nothing was there.
         console.log(`nothing to uninstall: subagent-context is not installed in schema "${ctx.schema}"`);
