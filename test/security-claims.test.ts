@@ -48,12 +48,15 @@ describe('a hostile message cannot break the history paths', () => {
   });
 });
 
+// Its own database, created at file level so that freshDatabase can register the drop (a hook
+// registered inside a running test is not run, and the database would be left behind).
+const db2 = await freshDatabase('security_huge_key');
+
 describe('a tool_call_id too long for an index entry', () => {
   // 60 kB of random hex: incompressible, so no btree entry can hold it.
   const huge = 'toolu_' + randomBytes(30_000).toString('hex');
 
   it('blocks neither backfill nor repair: it stays in the shortfall, logged as a failure, and the rest is stored', async () => {
-    const db2 = await freshDatabase('security_huge_key');
     await db2.createHost();
     const p2 = db2.pool as any;
     const t = await createTurn(p2, 'public', 'huge');

@@ -40,12 +40,35 @@ async function checkMajor(url: string) {
   }
 }
 
+/** The per-file test databases (test/helpers/database.ts names them sc_<label>_<random>). */
+async function testDatabases(url: string): Promise<Set<string>> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client(url);
+  await c.connect();
+  try {
+    const { rows } = await c.query(`SELECT datname FROM pg_database WHERE datname LIKE 'sc\\_%'`);
+    return new Set(rows.map((r) => r.datname as string));
+  } finally {
+    await c.end();
+  }
+}
+
 export default async function setup(project: TestProject) {
   if (process.env.DATABASE_URL) {
-    await checkMajor(process.env.DATABASE_URL);
-    project.provide('adminUrl', process.env.DATABASE_URL);
+    const url = process.env.DATABASE_URL;
+    await checkMajor(url);
+    project.provide('adminUrl', url);
     project.provide('serverKind', 'DATABASE_URL');
-    return;
+    // A shared server outlives the run: every database a test file made must be gone at the end.
+    const before = await testDatabases(url);
+    return async () => {
+      const left = [...(await testDatabases(url))].filter((d) => !before.has(d));
+      if (left.length > 0) {
+        process.exitCode = 1;  // vitest only logs an error thrown here; the run must still fail
+        throw new Error(`test databases left behind on ${url}: ${left.join(', ')}. ` +
+          'Call freshDatabase() at file level: a drop registered inside a running test never runs.');
+      }
+    };
   }
   if (process.env.SUBAGENT_CONTEXT_TEST_DOCKER !== '0' && (await dockerAnswers())) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
