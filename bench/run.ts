@@ -14,6 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../src/embedded.js';
 import { createHostTables } from '../src/host.js';
 import { migrate, up, backfill } from '../src/install.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { sqlStatements } from '../src/sql.js';
 import {
   QUICK, now, summary, pairedRatio, order, fmt, uid, subagentFrames, shellFrames, newCall, ts, TERMINAL,
   type Frame,
@@ -480,6 +481,9 @@ async function stores(admin: Client, adminUrl: string) {
     for (let from = 0; from < size; from += step) await seedMessages(c, from, Math.min(size, from + step));
     await c.query('VACUUM ANALYZE');
     await migrate(c, 'public', 'up', 1); // capture installed, not activated
+    // Health's index on the messages comes with activation (message-index.sql); build it here as
+    // activation does, since these stores are activated by the timed backfill instead.
+    for (const statement of sqlStatements('message-index.sql', 'public')) await c.query(statement);
     log(`seeded store of ${size} messages in ${fmt((now() - t0) / 1000, 1)} s`);
     await c.end();
     urls.push(url);

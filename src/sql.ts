@@ -6,4 +6,4 @@ import { MIGRATIONS_DIR } from './paths.js';
 type Loader = typeof import('../migrations/lib/sql.js');
 const loader: Loader = await import(pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'sql.js')).href);
 
-export const { sqlFile, quoteIdent, INSTALL_FILES, HOST_TABLES } = loader;
+export const { sqlFile, sqlStatements, quoteIdent, INSTALL_FILES, HOST_TABLES } = loader;
