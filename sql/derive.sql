@@ -19,15 +19,9 @@ CREATE OR REPLACE FUNCTION @extschema@.subagent_qualifies(doc jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(doc -> 'normalized' ->> 'kind' = 'subagent_task', false) $$;
 
--- A text field: a non-empty JSON string, else NULL ('' -> NULL; numbers, objects ... -> NULL).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_text(v jsonb)
-RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT CASE WHEN jsonb_typeof(v) = 'string' THEN nullif(v #>> '{}', '') END $$;
-
--- The same rule for a field of an object, read in place: one operator fewer than
--- subagent_text(obj -> field), and the value is not copied out first. Each operator in the capture
--- path is compiled again on every message write (per statement and per transaction), so the count
--- matters there.
+-- A text field of an object: a non-empty JSON string, else NULL ('' -> NULL; numbers, objects ...
+-- -> NULL). Read in place (obj ->> field), not copied out first: each operator in the capture path is
+-- compiled again on every message write (per statement and per transaction), so the count matters.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_text_field(obj jsonb, field text)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN jsonb_typeof(obj -> field) = 'string' THEN nullif(obj ->> field, '') END $$;

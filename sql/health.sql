@@ -5,19 +5,27 @@
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
 -- message since then): reported, never an alarm. Two separate anti-joins, never netted.
 
--- Keys of qualifying messages created at or after `since`. identity_only: only those with a complete
--- identity (what capture must have stored).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_message_keys(since timestamp, identity_only boolean)
-RETURNS TABLE (task_session_id text, tool_call_id text)
+-- Keys of qualifying messages created at or after `since`, each parsed once, with whether its identity
+-- is complete (what capture must have stored: the shortfall's side). It parses with the catching
+-- parser (parse.sql), whose result is subagent_parse_metadata's: on PostgreSQL 16+ that one validates,
+-- then parses again, behind a bracket count; one catching parse measured about half the time per
+-- message on PG 17 (BENCHMARKS.md, case 5). Inlinable (LANGUAGE sql, STABLE, one SELECT), so a caller's
+-- `since` reaches the plan: a recent window reads only the messages created since then, through
+-- subagent_context_recent_messages_idx (message-index.sql).
+CREATE OR REPLACE FUNCTION @extschema@.subagent_message_keys(since timestamp)
+RETURNS TABLE (task_session_id text, tool_call_id text, complete boolean)
 LANGUAGE sql STABLE
 AS $$
-  SELECT m.task_session_id, @extschema@.subagent_text(p.doc -> 'tool_call_id')
-    FROM @extschema@.task_session_messages AS m
-   CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-   WHERE m.created_at >= since
-     AND @extschema@.subagent_may_qualify(m.metadata)
-     AND @extschema@.subagent_qualifies(p.doc)
-     AND (NOT identity_only OR @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc))
+  SELECT p.task_session_id,
+         @extschema@.subagent_text_field(p.doc, 'tool_call_id'),
+         @extschema@.subagent_has_identity(p.task_session_id, p.task_id, p.doc)
+    FROM (SELECT m.task_session_id, m.task_id,
+                 @extschema@.subagent_parse_metadata_guarded(m.metadata) AS doc
+            FROM @extschema@.task_session_messages AS m
+           WHERE m.created_at >= since
+             AND @extschema@.subagent_may_qualify(m.metadata)
+          OFFSET 0) AS p  -- OFFSET 0: one parse per message, not one per use of doc
+   WHERE @extschema@.subagent_qualifies(p.doc)
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.subagent_row_keys(since timestamp)
@@ -29,33 +37,14 @@ AS $$
    WHERE r.observed_at >= since
 $$;
 
--- shortfall and excess for one window, from one pass over the messages: each candidate message is
--- parsed once (the parse is most of the cost) and its keys serve both anti-joins. It parses with the
--- catching parser (parse.sql), whose result is subagent_parse_metadata's: on PostgreSQL 16+ that one
--- validates, then parses again, behind a bracket count; one catching parse measured about half the time
--- per message on PG 17 (BENCHMARKS.md, case 5). The health function runs this with EXECUTE, so it is
--- planned for the actual window start: a recent window reads only the messages created since then,
--- through subagent_context_recent_messages_idx (message-index.sql). Inlinable (LANGUAGE sql, STABLE, one
--- SELECT), so EXPLAIN of it shows the real plan.
+-- shortfall and excess for one window, from one pass over the messages: the message keys serve both
+-- anti-joins. The health function runs this with EXECUTE, so it is planned for the actual window start.
 CREATE OR REPLACE FUNCTION @extschema@.subagent_context_window(since timestamp)
 RETURNS TABLE (shortfall bigint, excess bigint)
 LANGUAGE sql STABLE
 AS $$
-  WITH message_keys AS MATERIALIZED (
-         SELECT p.task_session_id,
-                @extschema@.subagent_text(p.doc -> 'tool_call_id') AS tool_call_id,
-                @extschema@.subagent_has_identity(p.task_session_id, p.task_id, p.doc) AS complete
-           FROM (SELECT m.task_session_id, m.task_id,
-                        @extschema@.subagent_parse_metadata_guarded(m.metadata) AS doc
-                   FROM @extschema@.task_session_messages AS m
-                  WHERE m.created_at >= since
-                    AND @extschema@.subagent_may_qualify(m.metadata)
-                 OFFSET 0) AS p  -- OFFSET 0: one parse per message, not one per use of doc
-          WHERE @extschema@.subagent_qualifies(p.doc)),
-       row_keys AS MATERIALIZED (
-         SELECT r.task_session_id, r.tool_call_id
-           FROM @extschema@.task_session_subagents AS r
-          WHERE r.observed_at >= since)
+  WITH message_keys AS MATERIALIZED (SELECT * FROM @extschema@.subagent_message_keys(since)),
+       row_keys AS MATERIALIZED (SELECT * FROM @extschema@.subagent_row_keys(since))
   SELECT (SELECT count(*) FROM (SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k WHERE k.complete
                                 EXCEPT
                                 SELECT r.task_session_id, r.tool_call_id FROM row_keys AS r) AS missing),

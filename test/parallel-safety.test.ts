@@ -47,7 +47,7 @@ describe('catching parsers never run in a parallel plan', () => {
       .toEqual({ shortfall: 0, excess: 0 });
     expect((await c.query(`SELECT count(*)::int AS n FROM subagent_history_rows(NULL, now()::timestamp)`)).rows[0].n)
       .toBe(200);
-    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_message_keys('-infinity', true)`)).rows[0].n)
+    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_message_keys('-infinity') WHERE complete`)).rows[0].n)
       .toBe(200);
   });
 });

@@ -105,7 +105,7 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
       ['btrim', 'text', 'text', `'hijacked'`],
       ['to_char', 'timestamp, text', 'text', `'hijacked'`],
       ['format_type', 'oid, integer', 'text', `'hijacked'`],
-      ['subagent_text', 'jsonb', 'text', `'hijacked'`],
+      ['subagent_text_field', 'jsonb, text', 'text', `'hijacked'`],
       ['subagent_qualifies', 'jsonb', 'boolean', 'true'],
       ['subagent_may_qualify', 'text', 'boolean', 'true'],
       ['subagent_count', 'jsonb', 'bigint', '666'],
