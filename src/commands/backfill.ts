@@ -1,6 +1,6 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
-import { backfill, failIfBackfillFailed } from '../install.js';
+import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
 import { printJson, keyValues } from '../output.js';
 
 export const backfillCommand: Command = {
@@ -19,15 +19,19 @@ Example:
       const result = await backfill(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr });
       if (ctx.json) printJson(result);
       else {
-        console.log(`backfill: ${result.status}`);
-        console.log(keyValues([
-          ['rows backfilled', String(result.inserted)],
-          ['capture_since', result.capture_since ?? '(absent)'],
-          ['backfill_through', result.backfill_through === '' ? "'' (no history)" : result.backfill_through ?? '(absent)'],
-        ]));
+        console.log(backfillSummary(result));
       }
       failIfBackfillFailed(result);
       return 0;
     });
   },
 };
+
+/** The backfill's outcome and the activation keys, as `up` and `backfill` print them. */
+export function backfillSummary(result: BackfillResult): string {
+  return `backfill: ${result.status}\n` + keyValues([
+    ['rows backfilled', String(result.inserted)],
+    ['capture_since', result.capture_since ?? '(absent)'],
+    ['backfill_through', result.backfill_through === '' ? "'' (no history)" : result.backfill_through ?? '(absent)'],
+  ]);
+}

@@ -1,7 +1,8 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { failIfBackfillFailed, up } from '../install.js';
-import { printJson, green, keyValues } from '../output.js';
+import { printJson, green } from '../output.js';
+import { backfillSummary } from './backfill.js';
 
 export const upCommand: Command = {
   name: 'up',
@@ -21,12 +22,7 @@ Examples:
       if (ctx.json) printJson(result);
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
-        console.log(`backfill: ${result.backfill.status}`);
-        console.log(keyValues([
-          ['rows backfilled', String(result.backfill.inserted)],
-          ['capture_since', result.backfill.capture_since ?? '(absent)'],
-          ['backfill_through', result.backfill.backfill_through === '' ? "'' (no history)" : result.backfill.backfill_through ?? '(absent)'],
-        ]));
+        console.log(backfillSummary(result.backfill));
       }
       failIfBackfillFailed(result.backfill);
       if (!ctx.json) console.log(green('installed and activated'));
