@@ -1,10 +1,10 @@
 // kandev's side of the database, for the demo, tests and benchmarks: the host tables (a fixture, never
 // a product migration) and message writes shaped like kandev's (SPEC §2).
 import type pg from 'pg';
-import { sqlFile } from './sql.js';
+import { quoteIdent, sqlFile } from './sql.js';
 
 export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: { metadataIndexes?: boolean } = {}) {
-  await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replaceAll('"', '""')}"`);
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
   await client.query(sqlFile('fixtures/kandev-host.sql', schema));
   if (opts.metadataIndexes) await client.query(sqlFile('fixtures/kandev-metadata-indexes.sql', schema));
 }
@@ -32,7 +32,7 @@ export function subagentMetadata(frame: SubagentFrame): string {
 
 /** Creates a task, a session and a turn (ids derived from `key`); returns their ids. */
 export async function createTurn(client: pg.ClientBase, schema: string, key: string, at = '2026-08-12 09:00:00') {
-  const s = `"${schema.replaceAll('"', '""')}"`;
+  const s = quoteIdent(schema);
   const ids = { task: `task-${key}`, session: `session-${key}`, turn: `turn-${key}` };
   await client.query(`INSERT INTO ${s}.tasks (id, title, created_at, updated_at) VALUES ($1, $1, $2, $2) ON CONFLICT DO NOTHING`, [ids.task, at]);
   await client.query(`INSERT INTO ${s}.task_sessions (id, task_id, started_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT DO NOTHING`, [ids.session, ids.task, at]);
@@ -53,7 +53,7 @@ export interface MessageWrite {
 
 /** INSERT a message row (kandev's first write of a tool call). */
 export async function insertMessage(client: pg.ClientBase, schema: string, m: MessageWrite) {
-  const s = `"${schema.replaceAll('"', '""')}"`;
+  const s = quoteIdent(schema);
   await client.query(
     `INSERT INTO ${s}.task_session_messages
        (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
@@ -64,6 +64,6 @@ export async function insertMessage(client: pg.ClientBase, schema: string, m: Me
 
 /** UPDATE a message row in place (every later frame rewrites the whole metadata). */
 export async function updateMessage(client: pg.ClientBase, schema: string, id: string, metadata: string | null, updatedAt: string) {
-  const s = `"${schema.replaceAll('"', '""')}"`;
+  const s = quoteIdent(schema);
   await client.query(`UPDATE ${s}.task_session_messages SET metadata = $2, updated_at = $3 WHERE id = $1`, [id, metadata, updatedAt]);
 }

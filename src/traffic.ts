@@ -12,6 +12,7 @@
 // few malformed frames (anomalous metrics, unparseable metadata) and one frame without identity.
 import type pg from 'pg';
 import { seededRandom } from './random.js';
+import { quoteIdent } from './sql.js';
 
 export const SHAPE = {
   sessions: 38,
@@ -260,10 +261,9 @@ function framesFor(turn: PlannedTurn, rnd: () => number, anomalousAt: Set<number
   return frames;
 }
 
-const q = (schema: string) => `"${schema.replaceAll('"', '""')}"`;
 
 async function createSessionRows(client: pg.ClientBase, schema: string, s: PlannedSession, at: string | null) {
-  const S = q(schema);
+  const S = quoteIdent(schema);
   const ts = at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : '$3::timestamp';
   const args = (extra: unknown[]) => (at === null ? extra : [...extra, at]);
   await client.query(`INSERT INTO ${S}.tasks (id, title, created_at, updated_at) VALUES ($1, $2, ${ts}, ${ts})`,
@@ -273,7 +273,7 @@ async function createSessionRows(client: pg.ClientBase, schema: string, s: Plann
 }
 
 async function createTurnRow(client: pg.ClientBase, schema: string, s: PlannedSession, t: PlannedTurn, at: string | null) {
-  const S = q(schema);
+  const S = quoteIdent(schema);
   const ts = at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : '$4::timestamp';
   await client.query(
     `INSERT INTO ${S}.task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ($1, $2, $3, ${ts}, ${ts}, ${ts})`,
@@ -282,7 +282,7 @@ async function createTurnRow(client: pg.ClientBase, schema: string, s: PlannedSe
 
 /** One frame as kandev writes it. `at` null = the current UTC time (live); else an explicit timestamp. */
 async function writeFrame(client: pg.ClientBase, schema: string, s: PlannedSession, t: PlannedTurn, f: Frame, at: string | null) {
-  const S = q(schema);
+  const S = quoteIdent(schema);
   const ts = (n: number) => (at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : `$${n}::timestamp`);
   if (f.op === 'insert') {
     await client.query(

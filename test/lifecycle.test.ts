@@ -14,6 +14,7 @@ import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
+import { quoteIdent } from '../src/sql.js';
 
 const db = await freshDatabase('lifecycle');
 const pool = db.pool as any;
@@ -36,19 +37,17 @@ async function installed(schema: string) {
                            WHERE n.nspname = $1 AND t.relname IN ('task_session_messages', 'kandev_meta', 'tasks',
                              'task_sessions', 'task_session_turns') AND i.relname LIKE 'subagent%'`),
     // node-pg-migrate's bookkeeping table stays (empty) after a full down; a reinstall reuses it.
-    migrations: (await db.query(`SELECT name FROM ${quote(schema)}.${MIGRATIONS_TABLE} ORDER BY name`)).rows
+    migrations: (await db.query(`SELECT name FROM ${quoteIdent(schema)}.${MIGRATIONS_TABLE} ORDER BY name`)).rows
       .map((r) => r.name as string),
     types: await q(`SELECT t.typname AS name FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
                      WHERE n.nspname = $1 AND t.typname = 'subagent_row'`),
     tables: await q(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                       WHERE n.nspname = $1 AND c.relkind = 'r'
                         AND c.relname IN ('task_session_subagents', 'subagent_context_failures')`),
-    keys: (await db.query(`SELECT key FROM ${quote(schema)}.kandev_meta WHERE key LIKE 'subagent_context%' ORDER BY key`))
+    keys: (await db.query(`SELECT key FROM ${quoteIdent(schema)}.kandev_meta WHERE key LIKE 'subagent_context%' ORDER BY key`))
       .rows.map((r) => r.key as string),
   };
 }
-
-const quote = (s: string) => `"${s.replaceAll('"', '""')}"`;
 
 /** One subagent call written as kandev does (INSERT pending, UPDATE completed). */
 async function writeCall(schema: string, key: string, tokens: number, at = '2026-08-12 09:00:00') {
@@ -67,12 +66,12 @@ async function writeCall(schema: string, key: string, tokens: number, at = '2026
 async function rows(schema: string) {
   const { rows } = await db.query(
     `SELECT id, tool_call_id, agent_execution_id, source, total_tokens, tool_status
-       FROM ${quote(schema)}.task_session_subagents ORDER BY tool_call_id, agent_execution_id`);
+       FROM ${quoteIdent(schema)}.task_session_subagents ORDER BY tool_call_id, agent_execution_id`);
   return rows;
 }
 
 async function health(schema: string) {
-  return (await db.query(`SELECT * FROM ${quote(schema)}.subagent_context_health()`)).rows[0];
+  return (await db.query(`SELECT * FROM ${quoteIdent(schema)}.subagent_context_health()`)).rows[0];
 }
 
 function uninstall(schema: string, dropData = false) {
@@ -144,8 +143,8 @@ describe('subagent-context uninstall', () => {
     expect(await uninstall(schema, true)).toBe(0);
     expect(await installed(schema)).toEqual({ ...NOTHING_INSTALLED, tables: [] });
     const { rows: host } = await db.query(
-      `SELECT (SELECT count(*) FROM ${quote(schema)}.task_session_messages) AS messages,
-              (SELECT count(*) FROM ${quote(schema)}.task_sessions) AS sessions`);
+      `SELECT (SELECT count(*) FROM ${quoteIdent(schema)}.task_session_messages) AS messages,
+              (SELECT count(*) FROM ${quoteIdent(schema)}.task_sessions) AS sessions`);
     expect(host[0]).toEqual({ messages: 1n, sessions: 1n });
   });
 
@@ -187,7 +186,7 @@ describe('installing over a table kandev created itself (kandev >= 0.89)', () =>
   it('adopts it: rows kept, integer metrics widened to bigint, capture merges into the kandev rows', async () => {
     const schema = 'lc_adopt';
     await db.createHost(schema);
-    const s = quote(schema);
+    const s = quoteIdent(schema);
     await db.query(`CREATE TABLE ${s}.task_session_subagents (
       id text PRIMARY KEY, task_session_id text NOT NULL REFERENCES ${s}.task_sessions (id) ON DELETE CASCADE,
       task_id text NOT NULL, turn_id text, tool_call_id text NOT NULL,
@@ -229,9 +228,9 @@ describe('upgrading to a newer version', () => {
     await db.createHost(schema);
     await db.up(schema);
     await writeCall(schema, 'v1', 111);
-    const keysBefore = (await db.query(`SELECT key, value FROM ${quote(schema)}.kandev_meta ORDER BY key`)).rows;
+    const keysBefore = (await db.query(`SELECT key, value FROM ${quoteIdent(schema)}.kandev_meta ORDER BY key`)).rows;
     const rowsBefore = await rows(schema);
-    await db.query(`INSERT INTO ${quote(schema)}.subagent_context_failures (task_session_id, sqlstate, message)
+    await db.query(`INSERT INTO ${quoteIdent(schema)}.subagent_context_failures (task_session_id, sqlstate, message)
                     VALUES ('s', '40P01', 'kept across upgrades')`);
 
     // The next release: the shipped migrations plus one that re-applies every SQL file (what an upgrade
@@ -266,9 +265,9 @@ describe('upgrading to a newer version', () => {
       await rm(dir, { recursive: true, force: true });
     }
 
-    expect((await db.query(`SELECT key, value FROM ${quote(schema)}.kandev_meta ORDER BY key`)).rows).toEqual(keysBefore);
+    expect((await db.query(`SELECT key, value FROM ${quoteIdent(schema)}.kandev_meta ORDER BY key`)).rows).toEqual(keysBefore);
     expect(await rows(schema)).toEqual(rowsBefore);
-    expect((await db.query(`SELECT message FROM ${quote(schema)}.subagent_context_failures`)).rows)
+    expect((await db.query(`SELECT message FROM ${quoteIdent(schema)}.subagent_context_failures`)).rows)
       .toEqual([{ message: 'kept across upgrades' }]);
     // Capture still merges into the old row, once; and a re-run of `up` has nothing left to do.
     await updateMessage(pool, schema, 'msg-v1', subagentMetadata({
