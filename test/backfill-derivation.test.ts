@@ -3,7 +3,7 @@
 // execution 'unknown', and a row that already exists always wins.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
 
 const db = await freshDatabase('backfill_derivation');

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli } from './helpers/cli.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill, historyEstimate } from '../src/install.js';
 
 const db = await freshDatabase('backfill_progress');

@@ -5,7 +5,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { execFile } from 'node:child_process';
 import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli } from './helpers/cli.js';
-import { startEmbeddedPostgres } from '../src/embedded.js';
+import { startEmbeddedPostgres } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const cli = buildCli('cli');

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, subagentMetadata, type SubagentFrame } from '../src/host.js';
-import { seededRandom } from '../src/random.js';
+import { createTurn, subagentMetadata, type SubagentFrame } from '../kandev/host.js';
+import { seededRandom } from '../kandev/random.js';
 
 const db = await freshDatabase('concurrency');
 await db.createHost();

@@ -8,8 +8,8 @@
 // when that is 15-18 (so the system-15 CI run crashes a 15), else PG_VERSION / the default.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import type { EmbeddedServer } from '../src/embedded.js';
-import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import type { EmbeddedServer } from '../demo/embedded.js';
+import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { backfill, migrate, up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
 

@@ -5,7 +5,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { buildCli, runCli } from './helpers/cli.js';
-import { planTraffic, namedExecutionWrites, SHAPE } from '../src/traffic.js';
+import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const cli = buildCli('demo');

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
 const db = await freshDatabase('execution_identity');
 await db.createHost();

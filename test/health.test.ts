@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli, type CliResult } from './helpers/cli.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const db = await freshDatabase('health');
 let cli = '';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { seededRandom } from '../src/random.js';
+import { seededRandom } from '../kandev/random.js';
 
 const db = await freshDatabase('hostile_input');
 await db.createHost('public');

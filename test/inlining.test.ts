@@ -4,7 +4,7 @@
 // function statistics do: with track_functions = 'all', every call that is not inlined is counted.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
 const db = await freshDatabase('inlining');
 await db.createHost();

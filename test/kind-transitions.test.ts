@@ -2,7 +2,7 @@
 // message becomes subagent_task, and stays through every later change except the deletion of its session.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
 const db = await freshDatabase('kind_transitions');
 await db.createHost();

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
 import { quoteIdent } from '../src/sql.js';

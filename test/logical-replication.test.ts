@@ -6,8 +6,8 @@
 // replication-role.test.ts; the procedure is in docs/reliability.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import type { EmbeddedServer } from '../src/embedded.js';
-import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import type { EmbeddedServer } from '../demo/embedded.js';
+import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
 

@@ -2,7 +2,7 @@
 // trigger on real message INSERTs and UPDATEs, asserting every column of the derived row.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage, type SubagentFrame } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage, type SubagentFrame } from '../kandev/host.js';
 
 const db = await freshDatabase('merge_rules');
 await db.createHost();

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
-import { createHostTables, createTurn, subagentMetadata } from '../src/host.js';
+import { createHostTables, createTurn, subagentMetadata } from '../kandev/host.js';
 import { up } from '../src/install.js';
 import { sqlFile } from '../src/sql.js';
 

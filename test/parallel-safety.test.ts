@@ -5,7 +5,7 @@
 // planner is pushed hard towards parallel plans; every query must still answer, hostile nesting included.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const db = await freshDatabase('parallel_safety');
 await db.createHost();

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { sqlFile } from '../src/sql.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
 const db = await freshDatabase('replication_role');
 await db.createHost();

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const db = await freshDatabase('security_claims');
 await db.createHost();

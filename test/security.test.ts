@@ -5,7 +5,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, subagentMetadata } from '../src/host.js';
+import { createTurn, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
 
 const db = await freshDatabase('security');

@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { seededRandom } from '../src/random.js';
+import { seededRandom } from '../kandev/random.js';
 
 const FRAMES = Number(process.env.SOAK_FRAMES ?? 10_000);
 const CONNECTIONS = 32;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
 
 const db = await freshDatabase('table_adoption');

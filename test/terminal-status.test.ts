@@ -2,7 +2,7 @@
 // pinned here to the TypeScript constant. Each candidate goes through the real trigger.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { TERMINAL_TOOL_STATUSES, isTerminalToolStatus } from '../src/constants.js';
 
 const db = await freshDatabase('terminal_status');

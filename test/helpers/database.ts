@@ -1,9 +1,9 @@
 // A fresh database per test file, with kandev's host tables, and helpers to install capture into it.
 import { inject, afterAll } from 'vitest';
 import pg from 'pg';
-import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../src/embedded.js';
+import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
-import { createHostTables } from '../../src/host.js';
+import { createHostTables } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
 
 // Exact, time-zone-independent values: timestamps (UTC wall-clock in the host) as the text Postgres

@@ -14,7 +14,7 @@
 // Live messages are created on 2099-01-01 (after activation); seconds from creation to the terminal
 // frame: x1 10, x2 2, x3 4, y1 20, z2 6, w1 8.
 import type { TestDatabase } from './database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../src/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../kandev/host.js';
 import type pg from 'pg';
 
 export interface SeedResult {

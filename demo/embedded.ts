@@ -153,7 +153,7 @@ export async function startEmbeddedPostgres(opts: {
   // application writer, a dashboard, an ordinary owner) log in without one, as on CI's trust-auth server.
   const hba = join(dataDir, 'pg_hba.conf');
   await writeFile(hba, [
-    '# written by subagent-context (src/embedded.ts): a throwaway server listening on 127.0.0.1 only',
+    '# written by subagent-context (demo/embedded.ts): a throwaway server listening on 127.0.0.1 only',
     'host all postgres 127.0.0.1/32 scram-sha-256',
     'host all all 127.0.0.1/32 trust', ''].join('\n'), { mode: 0o600 });
   if (owner) await chown(hba, owner.uid, owner.gid);

@@ -12,7 +12,7 @@
 // few malformed frames (anomalous metrics, unparseable metadata) and one frame without identity.
 import type pg from 'pg';
 import { seededRandom } from './random.js';
-import { quoteIdent } from './sql.js';
+import { quoteIdent } from '../src/sql.js';
 
 export const SHAPE = {
   sessions: 38,
