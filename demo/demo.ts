@@ -3,7 +3,7 @@ import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedServer } from './embedded.js';
 import { createHostTables } from '../kandev/host.js';
 import { up, failIfBackfillFailed } from '../src/install.js';
-import { readHealth, readStats, triggerInstalled, verdict } from '../src/health.js';
+import { healthReport } from '../src/health.js';
 import { planTraffic, writeHistory, replayLive } from '../kandev/traffic.js';
 import { readReport, renderText } from '../src/report.js';
 import { UserError } from '../src/db.js';
@@ -82,10 +82,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     step!.done(`${liveFrames} frames, ${Math.round(liveFrames / Math.max(liveSeconds, 0.001))} frames/s`);
     step = undefined;
 
-    const isInstalled = await triggerInstalled(client, SCHEMA);
-    const health = await readHealth(client, SCHEMA);
-    const stats = await readStats(client, SCHEMA);
-    const { status } = verdict(health, isInstalled);
+    const { status, health, stats } = await healthReport(client, SCHEMA);
     const report = await readReport(client, SCHEMA);
     const seconds = Math.round((Date.now() - t0) / 100) / 10;
 
@@ -95,7 +92,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
         seconds,
         install: installed,
         traffic: { ...plan.totals, writers, history_frames: historyFrames, live_frames: liveFrames, live_seconds: liveSeconds },
-        health: { status, ...health },
+        health,
         stats,
         report,
       });
@@ -109,7 +106,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
         ['last observed', health.last_observed_at ?? 'nothing captured since activation'],
         ['trigger', health.trigger_enabled ? 'installed, enabled' : 'DISABLED'],
         ['failures', String(health.failures)],
-        ['stats', `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, ` +
+        ['stats', !stats ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, ` +
           `failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution}`],
       ]));
       console.log('');

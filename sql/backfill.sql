@@ -1,11 +1,13 @@
--- Backfill (SPEC §8): derive rows for history written before capture was installed, then publish the
--- activation keys. Runs in the caller's transaction; the CLI and the activation migration each call it
--- as a single statement.
+-- Backfill: derive rows for history written before capture was installed, then publish the activation
+-- keys (docs/health.md#activation). Public interface: subagent_context_backfill(). Runs in the caller's
+-- transaction; the CLI and the activation migration each call it as a single statement.
 
 -- History as derived rows: for each (session, tool call) the newest qualifying message (created_at,
--- then id), through the same derive_subagent_row as live capture, under the shared sentinel execution
--- 'unknown'. `since` limits it to messages created at or after a time (NULL: all of history).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_history_rows(since timestamp, now_utc timestamp)
+-- then id), through the same derive_subagent_row as live capture, under the message's own
+-- metadata.agent_execution_id when it names one, else the shared sentinel 'unknown' (the transaction
+-- setting of live capture means nothing here). `since` limits it to messages created at or after a time
+-- (NULL: all of history).
+CREATE FUNCTION @extschema@.subagent_history_rows(since timestamp, now_utc timestamp)
 RETURNS SETOF @extschema@.subagent_row
 LANGUAGE sql STABLE
 AS $$
@@ -14,18 +16,19 @@ AS $$
    CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
    CROSS JOIN LATERAL @extschema@.derive_subagent_row(
            m.task_session_id, m.task_id, m.turn_id, p.doc,
-           coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), 'unknown') AS d
+           coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc),
+           @extschema@.subagent_execution_id(p.doc, NULL)) AS d
    WHERE @extschema@.subagent_may_qualify(m.metadata)
      AND (since IS NULL OR m.created_at >= since)
    ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC
 $$;
 
--- Store derived history rows that do not exist yet; a stored row always wins (ON CONFLICT DO NOTHING).
--- missing_since: when set, only keys with no row observed at or after it (the shortfall's keys).
+-- Store the derived history rows of (session, tool call) keys that have no row yet, under any execution
+-- id: a stored row always wins, and history never duplicates a subagent that live capture, kandev's own
+-- writer (real execution ids) or an earlier installation recorded (docs/decisions.md#history-never-duplicates).
 -- Returns how many rows were written and the newest created_at among qualifying messages, both from
 -- one snapshot of one statement.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_store_history(
-  since timestamp, missing_since timestamp, OUT inserted bigint, OUT newest timestamp)
+CREATE FUNCTION @extschema@.subagent_store_history(since timestamp, OUT inserted bigint, OUT newest timestamp)
 LANGUAGE sql VOLATILE
 AS $$
   WITH history AS MATERIALIZED (
@@ -46,11 +49,9 @@ AS $$
           -- Leave it out: it stays in health's shortfall, and live capture logs it as a failure (54000).
           WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
             AND octet_length(h.task_id) <= 2600
-            AND (missing_since IS NULL
-             OR NOT EXISTS (SELECT 1 FROM @extschema@.task_session_subagents AS r
+            AND NOT EXISTS (SELECT 1 FROM @extschema@.task_session_subagents AS r
                              WHERE r.task_session_id = h.task_session_id
-                               AND r.tool_call_id = h.tool_call_id
-                               AND r.observed_at >= missing_since))
+                               AND r.tool_call_id = h.tool_call_id)
          ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
          RETURNING 1)
   SELECT (SELECT count(*) FROM stored), (SELECT max(observed_at) FROM history)
@@ -61,7 +62,7 @@ $$;
 -- the clock after the insert, then write both keys with ON CONFLICT DO NOTHING (a present key is never
 -- rewritten). A failure rolls all of it back, writes neither key and is reported as a WARNING naming
 -- the step and the SQLSTATE; status 'failed' tells the caller, and a rerun retries.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_backfill(
+CREATE FUNCTION @extschema@.subagent_context_backfill(
   OUT status text, OUT inserted bigint, OUT capture_since text, OUT backfill_through text,
   OUT failure text)
 LANGUAGE plpgsql VOLATILE
@@ -91,7 +92,7 @@ BEGIN
     END IF;
 
     step := 'derive and store history';
-    SELECT s.inserted, s.newest INTO inserted, newest FROM @extschema@.subagent_store_history(NULL, NULL) AS s;
+    SELECT s.inserted, s.newest INTO inserted, newest FROM @extschema@.subagent_store_history(NULL) AS s;
 
     step := 'write activation keys';
     INSERT INTO @extschema@.kandev_meta (key, value)

@@ -124,12 +124,26 @@ $capture$;
 REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
 
 -- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
--- It lets through exactly what subagent_may_qualify() (derive.sql) does, written as one operator:
--- PostgreSQL deserializes a WHEN clause for every statement, and one regular-expression match costs
--- every message write less than two strpos calls joined by OR (measured: ~12% of a non-subagent
--- UPDATE's instructions on PostgreSQL 15). A test checks that the two agree, input by input.
-CREATE OR REPLACE TRIGGER subagent_context_capture
-  AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
-  FOR EACH ROW
-  WHEN (NEW.metadata ~ E'subagent_task|\\\\u')
-  EXECUTE FUNCTION @extschema@.capture_subagent_message();
+-- It is subagent_may_qualify() (derive.sql) written out: a WHEN clause must not depend on EXECUTE
+-- privileges an operator may revoke, and an inlined expression costs less than a call.
+-- Created again on every install of the code layer, keeping the state an operator gave it: CREATE OR
+-- REPLACE TRIGGER alone would turn ENABLE ALWAYS (replica-role writers) or DISABLE back into ENABLE.
+DO $trigger$
+DECLARE
+  state "char" := (SELECT t.tgenabled FROM pg_trigger AS t
+                    WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
+                      AND t.tgname = 'subagent_context_capture');
+BEGIN
+  CREATE OR REPLACE TRIGGER subagent_context_capture
+    AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
+    FOR EACH ROW
+    WHEN (strpos(NEW.metadata, 'subagent_task') > 0 OR NEW.metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])')
+    EXECUTE FUNCTION @extschema@.capture_subagent_message();
+  CASE state
+    WHEN 'A' THEN ALTER TABLE @extschema@.task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture;
+    WHEN 'R' THEN ALTER TABLE @extschema@.task_session_messages ENABLE REPLICA TRIGGER subagent_context_capture;
+    WHEN 'D' THEN ALTER TABLE @extschema@.task_session_messages DISABLE TRIGGER subagent_context_capture;
+    ELSE NULL;  -- new, or 'O' (ENABLE): as created
+  END CASE;
+END
+$trigger$;

@@ -6,29 +6,31 @@
 -- cost ~4 µs a call). Callers pin search_path; that is why the bodies may name built-ins unqualified.
 
 -- Cheap textual prefilter: can this metadata possibly qualify? Used to skip parsing history rows.
--- The trigger's WHEN clause carries the same filter as one regular expression (a WHEN clause must not
--- depend on EXECUTE privileges an operator may revoke; capture.sql says why the different spelling).
--- This spelling stays: it is the predicate of the health index on task_session_messages (table.sql). A JSON \u escape could spell "subagent_task", so any
--- escape also passes the filter; the parse decides.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_may_qualify(metadata text)
+-- It lets through the text that spells subagent_task literally, and the text with a JSON \u escape
+-- that could stand for one of its letters (\u005f and \u0060-\u007f, either case of hex digit): the
+-- parse decides. Go's escapes (\u003c, \u003e, \u0026, \u2028, \u2029, control characters) are
+-- not letters of the kind, so most of kandev's tool-call metadata stops here.
+-- The same filter, written out, is the trigger's WHEN clause (capture.sql) and the predicate of health's
+-- index on task_session_messages (message-index.sql); test/prefilter.test.ts checks the three agree.
+CREATE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0 $$;
+AS $$ SELECT strpos(metadata, 'subagent_task') > 0 OR metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])' $$;
 
 -- Does a parsed metadata document describe a subagent call?
-CREATE OR REPLACE FUNCTION @extschema@.subagent_qualifies(doc jsonb)
+CREATE FUNCTION @extschema@.subagent_qualifies(doc jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(doc -> 'normalized' ->> 'kind' = 'subagent_task', false) $$;
 
 -- A text field of an object: a non-empty JSON string, else NULL ('' -> NULL; numbers, objects ...
 -- -> NULL). Read in place (obj ->> field), not copied out first: each operator in the capture path is
 -- compiled again on every message write (per statement and per transaction), so the count matters.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_text_field(obj jsonb, field text)
+CREATE FUNCTION @extschema@.subagent_text_field(obj jsonb, field text)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN jsonb_typeof(obj -> field) = 'string' THEN nullif(obj ->> field, '') END $$;
 
 -- A count: a JSON integer in [0, bigint max], else NULL. Strings, fractions (1.5, 2.0), booleans,
 -- objects and out-of-range numbers (1e30) are not counts. jsonb stores 1e2 as 100, so it counts.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_count(v jsonb)
+CREATE FUNCTION @extschema@.subagent_count(v jsonb)
 RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT CASE WHEN jsonb_typeof(v) = 'number'
@@ -38,11 +40,11 @@ AS $$
 $$;
 
 -- Reported but unusable: present, not JSON null, and not a count (negative, malformed, too big).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_metric_is_anomalous(v jsonb)
+CREATE FUNCTION @extschema@.subagent_metric_is_anomalous(v jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(jsonb_typeof(v) <> 'null', false) AND @extschema@.subagent_count(v) IS NULL $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_has_anomaly(doc jsonb)
+CREATE FUNCTION @extschema@.subagent_has_anomaly(doc jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT @extschema@.subagent_metric_is_anomalous(doc #> '{normalized,subagent_task,total_tokens}')
@@ -52,17 +54,17 @@ $$;
 
 -- The terminal ACP tool-call statuses: exact and case-sensitive. The one owner of this set; a test
 -- pins it to the TypeScript constant TERMINAL_TOOL_STATUSES.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_is_terminal_status(tool_status text)
+CREATE FUNCTION @extschema@.subagent_is_terminal_status(tool_status text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(tool_status IN ('complete', 'completed', 'success', 'error', 'failed', 'cancelled'), false) $$;
 
 -- is_async: JSON true, 1 or "true" -> 1; anything else -> 0.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_flag(v jsonb)
+CREATE FUNCTION @extschema@.subagent_flag(v jsonb)
 RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN v::text IN ('true', '1', '"true"') THEN 1 ELSE 0 END $$;
 
 -- Identity complete? session, task and top-level tool_call_id all non-empty (SPEC §4).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_has_identity(task_session_id text, task_id text, doc jsonb)
+CREATE FUNCTION @extschema@.subagent_has_identity(task_session_id text, task_id text, doc jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
   SELECT nullif(task_session_id, '') IS NOT NULL
@@ -71,29 +73,23 @@ AS $$
 $$;
 
 -- Execution identity (SPEC §5): metadata first, then the transaction-local setting, else 'unknown'.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_execution_id(doc jsonb, setting text)
+CREATE FUNCTION @extschema@.subagent_execution_id(doc jsonb, setting text)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(@extschema@.subagent_text_field(doc, 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
 
 -- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
 -- source are the writer's). Named once so derivation and history share it.
-DO $type$
-BEGIN
-  IF to_regtype('@extschema@.subagent_row') IS NULL THEN
-    CREATE TYPE @extschema@.subagent_row AS (
-      task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
-      parent_tool_call_id text, subagent_type text, description text, agent_id text,
-      child_session_id text, model text, agent_status text, tool_status text, is_async integer,
-      total_tokens bigint, tool_use_count bigint, duration_ms bigint,
-      observed_at timestamp, settled_at timestamp, updated_at timestamp);
-  END IF;
-END
-$type$;
+CREATE TYPE @extschema@.subagent_row AS (
+  task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
+  parent_tool_call_id text, subagent_type text, description text, agent_id text,
+  child_session_id text, model text, agent_status text, tool_status text, is_async integer,
+  total_tokens bigint, tool_use_count bigint, duration_ms bigint,
+  observed_at timestamp, settled_at timestamp, updated_at timestamp);
 
 -- The derived row of one message write: one row when the document qualifies and the identity is
 -- complete, none otherwise. Times come in already defaulted by the caller (a pure function cannot read
 -- the clock); execution_id comes in resolved (the trigger and the history paths resolve it differently).
-CREATE OR REPLACE FUNCTION @extschema@.derive_subagent_row(
+CREATE FUNCTION @extschema@.derive_subagent_row(
   message_session_id text, message_task_id text, message_turn_id text, doc jsonb,
   message_created_at timestamp, message_updated_at timestamp, execution_id text)
 RETURNS SETOF @extschema@.subagent_row

@@ -1,5 +1,6 @@
--- Health (SPEC §8): is capture complete since activation? From the database alone; dashboards call
--- subagent_context_health() and the CLI prints it.
+-- Health: is capture complete since activation? From the database alone (docs/health.md). Public
+-- interface: subagent_context_health(), one row that dashboards, the metrics endpoint, the report and
+-- the CLI all show, and whose `status` is the one verdict; subagent_context_repair(). The rest is internal.
 --
 -- shortfall is the only alarm: qualifying messages (full identity) created since capture_since whose
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
@@ -12,7 +13,7 @@
 -- message on PG 17 (BENCHMARKS.md, case 5). Inlinable (LANGUAGE sql, STABLE, one SELECT), so a caller's
 -- `since` reaches the plan: a recent window reads only the messages created since then, through
 -- subagent_context_recent_messages_idx (message-index.sql).
-CREATE OR REPLACE FUNCTION @extschema@.subagent_message_keys(since timestamp)
+CREATE FUNCTION @extschema@.subagent_message_keys(since timestamp)
 RETURNS TABLE (task_session_id text, tool_call_id text, complete boolean)
 LANGUAGE sql STABLE
 AS $$
@@ -28,7 +29,7 @@ AS $$
    WHERE @extschema@.subagent_qualifies(p.doc)
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_row_keys(since timestamp)
+CREATE FUNCTION @extschema@.subagent_row_keys(since timestamp)
 RETURNS TABLE (task_session_id text, tool_call_id text)
 LANGUAGE sql STABLE
 AS $$
@@ -39,7 +40,7 @@ $$;
 
 -- shortfall and excess for one window, from one pass over the messages: the message keys serve both
 -- anti-joins. The health function runs this with EXECUTE, so it is planned for the actual window start.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_window(since timestamp)
+CREATE FUNCTION @extschema@.subagent_context_window(since timestamp)
 RETURNS TABLE (shortfall bigint, excess bigint)
 LANGUAGE sql STABLE
 AS $$
@@ -53,25 +54,39 @@ AS $$
                                 SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k) AS extra)
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_health(
+CREATE FUNCTION @extschema@.subagent_context_health(
   OUT activated boolean, OUT capture_since text, OUT backfill_through text,
   OUT shortfall bigint, OUT excess bigint, OUT last_observed_at timestamp,
-  OUT trigger_enabled boolean, OUT failures bigint, OUT collisions bigint)
+  OUT trigger_enabled boolean, OUT failures bigint, OUT collisions bigint,
+  OUT status text, OUT installed_version text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   since timestamp;
+  trigger_state "char";
 BEGIN
+  installed_version := (SELECT i.version FROM @extschema@.subagent_context_installation() AS i);
   capture_since := @extschema@.subagent_context_key('subagent_context_capture_since');
   backfill_through := @extschema@.subagent_context_key('subagent_context_backfill_through');
   since := @extschema@.subagent_context_parse_key(capture_since);
   activated := since IS NOT NULL;
 
   -- 'O' fires in normal sessions, 'A' always; 'D' is disabled and 'R' fires only on replicas.
-  trigger_enabled := coalesce((SELECT t.tgenabled IN ('O', 'A') FROM pg_trigger AS t
-                                WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
-                                  AND t.tgname = 'subagent_context_capture'), false);
+  trigger_state := (SELECT t.tgenabled FROM pg_trigger AS t
+                     WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
+                       AND t.tgname = 'subagent_context_capture');
+  trigger_enabled := coalesce(trigger_state IN ('O', 'A'), false);
+
+  -- The verdict, first match wins (docs/health.md#status); the last three need the comparison below.
+  status := CASE WHEN to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
+                   OR to_regclass('@extschema@.task_session_subagents') IS NULL THEN 'not_installed'
+                 WHEN trigger_state IS NULL THEN 'trigger_missing'
+                 WHEN NOT trigger_enabled THEN 'trigger_disabled'
+                 WHEN NOT activated THEN 'not_activated' END;
+  IF status = 'not_installed' THEN
+    RETURN;
+  END IF;
 
   -- Rows that share (session, tool call) with a row of another execution (SPEC §5). Two rows of one
   -- key have different execution ids (the unique key), so at most one of them is 'unknown': only keys
@@ -85,8 +100,10 @@ BEGIN
                     WHERE k.agent_execution_id <> 'unknown')
            GROUP BY r.task_session_id, r.tool_call_id HAVING count(*) > 1) AS c;
 
+  -- Until activation there is nothing to compare against: shortfall, excess, last_observed_at and
+  -- failures stay NULL.
   IF NOT activated THEN
-    RETURN;  -- nothing to compare against: shortfall, excess, last_observed_at and failures stay NULL
+    RETURN;
   END IF;
 
   -- EXECUTE: planned with the actual window start, never a generic plan that must fit every window.
@@ -98,12 +115,17 @@ BEGIN
 
   SELECT count(*) INTO failures
     FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since;
+
+  status := coalesce(status, CASE WHEN shortfall > 0 THEN 'shortfall'
+                                  WHEN last_observed_at IS NULL THEN 'idle'
+                                  ELSE 'healthy' END);
 END
 $$;
 
--- Repair: store the rows the shortfall lists as missing, re-derived from message history through the
--- same derivation as capture (source 'backfill', execution 'unknown'). Existing rows are never touched.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_repair(OUT repaired bigint)
+-- Repair: store the rows the shortfall lists as missing, re-derived from the messages created since
+-- capture_since through the same derivation as capture and the same rule as the backfill (source
+-- 'backfill'; keys with a row under any execution id are left alone). Existing rows are never touched.
+CREATE FUNCTION @extschema@.subagent_context_repair(OUT repaired bigint)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -116,6 +138,6 @@ BEGIN
       USING HINT = 'Run `subagent-context up` (or `subagent-context backfill`) first.',
             ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  SELECT s.inserted INTO repaired FROM @extschema@.subagent_store_history(since, since) AS s;
+  SELECT s.inserted INTO repaired FROM @extschema@.subagent_store_history(since) AS s;
 END
 $$;

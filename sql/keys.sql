@@ -1,13 +1,13 @@
 -- Activation keys in kandev_meta (SPEC §8): UTC, RFC 3339 with a T, nine fraction digits and Z.
 -- They are always compared as timestamps (microseconds), never as strings.
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_format_key(t timestamp)
+CREATE FUNCTION @extschema@.subagent_context_format_key(t timestamp)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT to_char(t, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"') $$;
 
 -- A stored key as a UTC timestamp, or NULL when absent, '' or unreadable. A value without an explicit
 -- zone is read as UTC: TimeZone is pinned here so the caller's session time zone never matters.
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_parse_key(value text)
+CREATE FUNCTION @extschema@.subagent_context_parse_key(value text)
 RETURNS timestamp LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET TimeZone = 'UTC'
@@ -22,6 +22,6 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_context_key(name text)
+CREATE FUNCTION @extschema@.subagent_context_key(name text)
 RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT value FROM @extschema@.kandev_meta WHERE key = name $$;

@@ -1,25 +1,48 @@
--- The one index this product adds to kandev's own table, built CONCURRENTLY: message writers go on
--- while it is built (a plain CREATE INDEX would hold their writes for a whole scan of the table).
--- CONCURRENTLY cannot run in a transaction block, so the activation migration (outside the install
--- transaction) runs the statements of this file one at a time; they are separated by `-- statement`.
--- A build interrupted earlier leaves an INVALID index that IF NOT EXISTS would keep: drop it first.
-DO $drop_invalid$
+-- Health's index on task_session_messages (data layer): the one index this product adds to kandev's
+-- own table. Internal. Built CONCURRENTLY, so message writers go on while it is built (a plain CREATE
+-- INDEX would hold their writes for a whole scan of the table). CONCURRENTLY cannot run in a transaction
+-- block, so the activation migration runs the statements of this file one at a time; they are separated
+-- by `-- statement`.
+--
+-- Health's recent window reads the messages that may qualify, created since capture_since. The predicate
+-- is the capture prefilter (subagent_may_qualify, derive.sql, written out so that the index does not
+-- depend on a function): only messages that may spell subagent_task get an entry. The index's comment
+-- names the prefilter it was built with; an index built by an earlier release with another one is
+-- replaced without blocking writers (a new one is built beside it, then the old one is dropped), and
+-- health stays correct meanwhile (it reads the table where no index fits).
+--
+-- Cost on writes: other messages pay the predicate per INSERT and per non-HOT UPDATE; subagent frames pay
+-- one btree insert per new row version. BENCHMARKS.md has the measured cost.
+
+-- An interrupted build leaves an INVALID index that IF NOT EXISTS would keep; one built by an earlier
+-- release with another predicate is set aside to be dropped once its replacement is built.
+DO $prepare$
+DECLARE
+  current regclass := to_regclass('@extschema@.subagent_context_recent_messages_idx');
+  old regclass := to_regclass('@extschema@.subagent_context_recent_messages_idx_old');
 BEGIN
-  IF EXISTS (SELECT 1 FROM pg_index
-              WHERE indexrelid = to_regclass('@extschema@.subagent_context_recent_messages_idx')
-                AND NOT indisvalid) THEN
+  IF old IS NOT NULL AND NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = old) THEN
+    DROP INDEX @extschema@.subagent_context_recent_messages_idx_old;
+    old := NULL;
+  END IF;
+  IF current IS NULL THEN
+    RETURN;
+  ELSIF NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = current) THEN
     DROP INDEX @extschema@.subagent_context_recent_messages_idx;
+  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM 'subagent-context: prefilter 2' THEN
+    IF old IS NOT NULL THEN
+      DROP INDEX @extschema@.subagent_context_recent_messages_idx_old;
+    END IF;
+    ALTER INDEX @extschema@.subagent_context_recent_messages_idx RENAME TO subagent_context_recent_messages_idx_old;
   END IF;
 END
-$drop_invalid$;
+$prepare$;
 -- statement
--- Health's recent window reads the messages that may qualify, created since capture_since. A partial
--- index on the host table: its predicate is the capture prefilter (subagent_may_qualify, derive.sql,
--- written out so the index does not depend on a function), so only messages that mention subagent_task get
--- an entry. Cost on writes: other messages pay two strpos calls per INSERT and per non-HOT UPDATE;
--- subagent frames pay one btree insert per new row version. Because the predicate reads metadata, an
--- UPDATE that changes metadata is no longer HOT on hosts without kandev's metadata expression index
--- (on kandev it already was not). BENCHMARKS.md has the measured cost.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS subagent_context_recent_messages_idx
   ON @extschema@.task_session_messages (created_at)
-  WHERE strpos(metadata, 'subagent_task') > 0 OR strpos(metadata, E'\\u') > 0;
+  WHERE strpos(metadata, 'subagent_task') > 0 OR metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])';
+-- statement
+-- Changing the predicate above means changing this name, so that installed indexes are rebuilt.
+COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter 2';
+-- statement
+DROP INDEX CONCURRENTLY IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;

@@ -15,7 +15,7 @@
 -- inside a parallel query ("cannot start subtransactions during a parallel operation"). Declared
 -- unsafe, a query over them (an operator's, a dashboard's) is simply never planned in parallel.
 
-CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata_guarded(metadata text)
+CREATE FUNCTION @extschema@.subagent_parse_metadata_guarded(metadata text)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE
 AS $body$
 BEGIN
@@ -29,7 +29,7 @@ DO $parse$
 BEGIN
   IF current_setting('server_version_num')::int >= 160000 THEN
     EXECUTE $fn$
-      CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
+      CREATE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
       RETURNS jsonb LANGUAGE sql STABLE PARALLEL UNSAFE
       AS $body$
         SELECT CASE
@@ -42,7 +42,7 @@ BEGIN
   ELSE
     -- PostgreSQL 15: no way to test input without raising, so every parse is the catching one.
     EXECUTE $fn$
-      CREATE OR REPLACE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
+      CREATE FUNCTION @extschema@.subagent_parse_metadata(metadata text)
       RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL UNSAFE
       AS $body$ SELECT @extschema@.subagent_parse_metadata_guarded(metadata) $body$
     $fn$;

@@ -1,7 +1,11 @@
--- task_session_subagents: one row per subagent invocation (SPEC §3).
+-- task_session_subagents (public interface): one row per subagent invocation. Data layer: applied on
+-- install and again on every upgrade, so it must leave an existing table as this release wants it.
 -- Creates the table, or adopts an existing one: an identical table as it is, kandev >= 0.89's own table
 -- after widening its integer metrics to bigint. Any other shape stops the installation with an error that
 -- names the difference; the error aborts the migration's transaction, so nothing is changed.
+--
+-- Who created the table is recorded in its comment: uninstall --drop-data (uninstall-data.sql) drops
+-- only a table this project created, never kandev's own.
 
 DO $install$
 DECLARE
@@ -63,6 +67,7 @@ BEGIN
       updated_at          timestamp(6) NOT NULL,
       CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)
     ) WITH (fillfactor = 90);  -- room on the page keeps the frequent merge updates HOT
+    COMMENT ON TABLE @extschema@.task_session_subagents IS 'subagent-context: created by subagent-context';
     RETURN;
   END IF;
 
@@ -108,8 +113,18 @@ BEGIN
     -- not always the DETAIL.
     RAISE EXCEPTION 'subagent-context: existing table %.task_session_subagents has a different shape: %; nothing was changed',
       '@extschema@', array_to_string(problems, '; ')
-      USING HINT = 'Rename or drop that table, or make it match SPEC §3, then install again.',
+      USING HINT = 'Rename or drop that table, or give it the columns and unique key listed in docs/integration.md, then install again.',
             ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+
+  -- 0.1.0 created its table without the comment. It is recognised by what only it did (fillfactor 90,
+  -- the key's name, no default execution id: kandev's own table has DEFAULT 'unknown').
+  IF obj_description(target, 'pg_class') IS NULL
+     AND (SELECT c.reloptions @> ARRAY['fillfactor=90'] FROM pg_class AS c WHERE c.oid = target)
+     AND EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = target AND conname = 'task_session_subagents_key')
+     AND NOT EXISTS (SELECT 1 FROM pg_attrdef AS d JOIN pg_attribute AS a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                      WHERE d.adrelid = target AND a.attname = 'agent_execution_id') THEN
+    COMMENT ON TABLE @extschema@.task_session_subagents IS 'subagent-context: created by subagent-context';
   END IF;
 
   IF cardinality(widen) > 0 THEN
@@ -117,7 +132,7 @@ BEGIN
       (SELECT string_agg(format('ALTER COLUMN %I TYPE bigint', c), ', ') FROM unnest(widen) AS c));
     RAISE NOTICE 'subagent-context: adopted the existing task_session_subagents; widened % from integer to bigint',
       array_to_string(widen, ', ');
-  ELSE
+  ELSIF obj_description(target, 'pg_class') IS DISTINCT FROM 'subagent-context: created by subagent-context' THEN
     RAISE NOTICE 'subagent-context: adopted the existing task_session_subagents unchanged';
   END IF;
 END

@@ -1,6 +1,8 @@
 // Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql).
 import type pg from 'pg';
-import { quoteIdent } from './sql.js';
+import { PACKAGE_VERSION, quoteIdent } from './sql.js';
+import { assertSchemaExists, UserError } from './db.js';
+import { readInstalledCode } from './install.js';
 import { SQL } from 'sql-template-strings';
 
 export interface Health {
@@ -14,6 +16,10 @@ export interface Health {
   failures: number | null;
   /** NULL only when nothing is installed. */
   collisions: number | null;
+  /** The one verdict, computed in SQL (sql/health.sql). */
+  status: HealthStatus;
+  /** The release whose code is installed. */
+  installed_version: string | null;
 }
 
 export interface Stats {
@@ -25,24 +31,32 @@ export interface Stats {
   unknown_execution: number;
 }
 
-export type HealthStatus =
-  'healthy' | 'idle' | 'shortfall' | 'not activated' | 'trigger missing' | 'trigger disabled' | 'not installed';
+export const HEALTH_STATUSES = [
+  'not_installed', 'trigger_missing', 'trigger_disabled', 'not_activated', 'shortfall', 'idle', 'healthy',
+] as const;
+export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+
+/** The CLI's exit status for a verdict: 0 healthy or idle, 1 shortfall, 2 not installed, not activated or trigger off. */
+export function exitCodeFor(status: HealthStatus): 0 | 1 | 2 {
+  return status === 'healthy' || status === 'idle' ? 0 : status === 'shortfall' ? 1 : 2;
+}
 
 /** What `subagent-context health` reports. */
 export interface HealthReport {
   status: HealthStatus;
   exitCode: 0 | 1 | 2;
-  /** Is the capture trigger present (enabled or not)? */
-  installed: boolean;
   health: Health;
   stats: Stats | null;
+  /** The package is newer than the installation (or built for another server major): run `up`. */
+  upgradeAvailable: boolean;
 }
 
 export async function readHealth(client: pg.Client, schema: string): Promise<Health> {
   const { rows } = await client.query(
     `SELECT activated, capture_since, backfill_through, shortfall::float8 AS shortfall, excess::float8 AS excess,
             to_char(last_observed_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_observed_at,
-            trigger_enabled, failures::float8 AS failures, collisions::float8 AS collisions
+            trigger_enabled, failures::float8 AS failures, collisions::float8 AS collisions,
+            status, installed_version
        FROM ${quoteIdent(schema)}.subagent_context_health()`);
   return rows[0] as Health;
 }
@@ -63,19 +77,26 @@ export async function healthInstalled(client: pg.Client, schema: string): Promis
   return rows[0].installed;
 }
 
-export async function triggerInstalled(client: pg.Client, schema: string): Promise<boolean> {
-  const { rows } = await client.query(
-    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
-        AND tgname = 'subagent_context_capture'`);
-  return rows.length > 0;
-}
-
-/** The verdict, and the CLI's exit status: 0 healthy or idle, 1 shortfall, 2 not activated or trigger off. */
-export function verdict(h: Health, installed: boolean): { status: HealthStatus; exitCode: 0 | 1 | 2 } {
-  if (!installed) return { status: 'trigger missing', exitCode: 2 };
-  if (!h.trigger_enabled) return { status: 'trigger disabled', exitCode: 2 };
-  if (!h.activated) return { status: 'not activated', exitCode: 2 };
-  if ((h.shortfall ?? 0) > 0) return { status: 'shortfall', exitCode: 1 };
-  if (h.last_observed_at === null) return { status: 'idle', exitCode: 0 };
-  return { status: 'healthy', exitCode: 0 };
+/**
+ * Health as every surface shows it: the SQL verdict, its exit status, the counters, and whether the
+ * package is newer than the installation. A schema without an installation is `not_installed`.
+ */
+export async function healthReport(client: pg.Client, schema: string): Promise<HealthReport> {
+  // Exit 2, like "not installed": a monitor must never read a wrong --schema as a shortfall (1).
+  await assertSchemaExists(client, schema, 2);
+  if (!(await healthInstalled(client, schema))) {
+    return { status: 'not_installed', exitCode: 2, stats: null, upgradeAvailable: false, health: {
+      activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
+      last_observed_at: null, trigger_enabled: false, failures: null, collisions: null,
+      status: 'not_installed', installed_version: null } };
+  }
+  const code = await readInstalledCode(client, schema);
+  if (code && code.code_digest === null) {
+    // 0.1.0's health function has neither `status` nor `installed_version`: say what to do instead.
+    throw new UserError(`subagent-context ${code.version} is installed in schema "${schema}"; this is ${PACKAGE_VERSION}. ` +
+      'Run `subagent-context up` to upgrade it in place (docs/upgrade.md).', 3);
+  }
+  const health = await readHealth(client, schema);
+  const stats = await readStats(client, schema);
+  return { status: health.status, exitCode: exitCodeFor(health.status), health, stats, upgradeAvailable: !code?.current };
 }

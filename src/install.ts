@@ -4,7 +4,7 @@ import { runner, PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { quoteIdent } from './sql.js';
+import { codeSql, installedCode, quoteIdent, type InstalledCode } from './sql.js';
 import { startProgress, type Progress, type ProgressStream } from './progress.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -80,12 +80,38 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   }
 }
 
+/** The installed code layer (sql/installation.sql), or null when nothing is installed in `schema`. */
+export async function readInstalledCode(client: pg.ClientBase, schema: string): Promise<InstalledCode | null> {
+  return installedCode(async (text, values) => (await client.query(text, values as unknown[])).rows, schema);
+}
+
 /**
- * Migrations, then the guarded backfill (a no-op once activated, a retry after a failed one). The
- * activation migration leaves the backfill to this call (subagent_context.backfill_by = 'cli'), so
- * the result says how many rows it stored, and progress can be shown while it runs.
+ * Applies the code layer when the installed one is not this package's or was built for another server
+ * major: what the release migrations do, for the cases no migration is pending for (a PostgreSQL major
+ * upgrade, a patch release). One transaction. Returns whether it did.
+ */
+export async function refreshCode(client: pg.Client, schema: string): Promise<boolean> {
+  const code = await readInstalledCode(client, schema);
+  if (!code || code.current) return false;
+  await client.query('BEGIN');
+  try {
+    for (const sql of codeSql(schema)) await client.query(sql);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+  return true;
+}
+
+/**
+ * Migrations, the code layer when it is not current, then the guarded backfill (a no-op once activated,
+ * a retry after a failed one). The activation migration leaves the backfill to this call
+ * (subagent_context.backfill_by = 'cli'), so the result says how many rows it stored, and progress can
+ * be shown while it runs.
  */
 export async function up(client: pg.Client, schema: string, opts: BackfillOptions = {}) {
+  const before = await readInstalledCode(client, schema).catch(() => null);
   await client.query(`SET subagent_context.backfill_by = 'cli'`);
   let applied;
   try {
@@ -93,8 +119,16 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   } finally {
     await client.query('RESET subagent_context.backfill_by').catch(() => {});
   }
+  const refreshed = await refreshCode(client, schema);
+  const after = await readInstalledCode(client, schema);
   const result = await backfill(client, schema, opts);
-  return { applied: applied.map((m) => m.name), backfill: result };
+  return {
+    applied: applied.map((m) => m.name),
+    /** The release installed before this run (null: none), and now. */
+    upgraded: before && (before.code_digest !== after?.code_digest || refreshed)
+      ? { from: before.version, to: after!.version, server_major: after!.server_major } : null,
+    backfill: result,
+  };
 }
 
 export function failIfBackfillFailed(result: BackfillResult): void {

@@ -46,7 +46,7 @@ export interface Report {
   settlement: { settled: number; outstanding: number; outstanding_async: number; oldest_outstanding_since: string | null; median_seconds_to_settle: Num };
   health: {
     activated: boolean; capture_since: string | null; backfill_through: string | null; shortfall: Num; excess: Num;
-    last_observed_at: string | null; trigger_enabled: boolean; failures: Num; collisions: number;
+    last_observed_at: string | null; trigger_enabled: boolean; failures: Num; collisions: number; status: string; installed_version: string | null;
   };
   stats: { attempted: number; skipped_no_identity: number; persisted: number; failed: number; anomalous_value: number; unknown_execution: number };
 }
@@ -270,7 +270,7 @@ export function renderHtml(r: Report, generatedAt = new Date().toISOString()): s
   const kv = (id: string, rows: Array<[string, string]>) =>
     `<table id="${id}" class="kv"><tbody>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td class="num" data-key="${escapeHtml(k)}">${escapeHtml(v)}</td></tr>`).join('')}</tbody></table>`;
   const usage = (rows: Array<UsageRow & { label: string }>) => rows.map((x) => [x.label, ...usageColumns.map(([, f]) => f(x))]);
-  const healthWord = !h.activated ? 'not activated' : (h.shortfall ?? 0) > 0 ? 'shortfall' : h.trigger_enabled ? 'healthy' : 'trigger disabled';
+  const healthWord = h.status;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">

@@ -9,6 +9,7 @@ import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { MIGRATIONS } from './helpers/migrations.js';
 
 const db = await freshDatabase('activation_keys');
 
@@ -79,7 +80,7 @@ describe('activation on a store with history', async () => {
   it('never rewrites the keys and never rescans history once activated', async () => {
     await db.query(`DELETE FROM k1.task_session_subagents WHERE tool_call_id = 'toolu_a_1'`);
     const again = await db.up('k1');
-    expect(again).toEqual({ applied: [], backfill: { status: 'already activated', inserted: 0, failure: null,
+    expect(again).toEqual({ applied: [], upgraded: null, backfill: { status: 'already activated', inserted: 0, failure: null,
       capture_since: written.subagent_context_capture_since,
       backfill_through: written.subagent_context_backfill_through } });
     const client = await db.connect();
@@ -207,7 +208,7 @@ describe('plain node-pg-migrate up', async () => {
       '--migrations-table', 'subagent_context_migrations', '--schema', 'k5'],
     { env: { ...process.env, DATABASE_URL: db.url } });
     const { rows } = await db.query(`SELECT name FROM k5.subagent_context_migrations ORDER BY id`);
-    expect(rows.map((r) => r.name)).toEqual(['1764680000000_install-capture', '1764680000001_activate']);
+    expect(rows.map((r) => r.name)).toEqual(MIGRATIONS);
     const written = await keys('k5');
     expect(written.subagent_context_backfill_through).toBe('2026-08-12T05:00:00.000007000Z');
     expect(written.subagent_context_capture_since).toMatch(KEY_FORMAT);

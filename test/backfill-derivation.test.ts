@@ -1,6 +1,6 @@
 // The backfill (SPEC §8) derives history written before installation through the same derivation as
 // live capture: one row per (session, tool call) from the newest message, source 'backfill',
-// execution 'unknown', and a row that already exists always wins.
+// execution 'unknown' unless the metadata names one, and a row that already exists always wins.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
@@ -46,8 +46,8 @@ describe('history written before installation', async () => {
   await msg('m-bad', subagentMetadata({ tool_call_id: 'toolu_bad', status: 'in_progress', subagent: {
     subagent_type: '', description: '', model: '', status: '', total_tokens: -5, tool_use_count: -1,
     duration_ms: '' } }), '2026-08-12 09:02:00', '2026-08-12 09:02:30');
-  // A subagent spawned by a subagent; its terminal status is 'failed'. The metadata's execution id is
-  // not used by the backfill: history goes under the shared sentinel.
+  // A subagent spawned by a subagent; its terminal status is 'failed'. History takes the execution id
+  // the metadata names (SPEC §8), like live capture.
   await msg('m-nested', subagentMetadata({ tool_call_id: 'toolu_child', status: 'failed',
     parent_tool_call_id: 'toolu_zero', agent_execution_id: 'exec-7',
     subagent: { subagent_type: 'test-writer', status: 'started', child_session_id: 'ses_42' } }),
@@ -86,7 +86,7 @@ describe('history written before installation', async () => {
     expect(result.backfill.backfill_through).toBe('2026-08-12T09:10:00.000000000Z');
   });
 
-  it('derives each row exactly as live capture would, marked backfill under execution unknown', async () => {
+  it('derives each row exactly as live capture would, marked backfill, under the metadata\'s execution id or unknown', async () => {
     const { rows } = await db.query(`SELECT ${ROW_COLUMNS} FROM task_session_subagents ORDER BY tool_call_id`);
     expect(rows).toEqual([
       backfilled(h, { tool_call_id: 'toolu_async', subagent_type: 'security-reviewer', description: 'review the diff',
@@ -94,7 +94,7 @@ describe('history written before installation', async () => {
         observed_at: '2026-08-12 09:00:00.000001', updated_at: '2026-08-12 09:00:02' }),
       backfilled(h, { tool_call_id: 'toolu_bad', tool_status: 'in_progress',
         observed_at: '2026-08-12 09:02:00', updated_at: '2026-08-12 09:02:30' }),
-      backfilled(h, { tool_call_id: 'toolu_child', parent_tool_call_id: 'toolu_zero', subagent_type: 'test-writer',
+      backfilled(h, { tool_call_id: 'toolu_child', agent_execution_id: 'exec-7', parent_tool_call_id: 'toolu_zero', subagent_type: 'test-writer',
         child_session_id: 'ses_42', agent_status: 'started', tool_status: 'failed',
         observed_at: '2026-08-12 09:04:00', settled_at: '2026-08-12 09:05:00', updated_at: '2026-08-12 09:05:00' }),
       backfilled(h, { tool_call_id: 'toolu_dup', description: 'newest, greatest id',

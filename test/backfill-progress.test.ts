@@ -7,6 +7,7 @@ import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill, historyEstimate } from '../src/install.js';
+import { MIGRATIONS } from './helpers/migrations.js';
 
 const db = await freshDatabase('backfill_progress');
 let cli = '';
@@ -66,7 +67,7 @@ describe('the CLI', async () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     const lines = r.stdout.trimEnd().split('\n');
-    expect(lines[0]).toBe('applied migrations: 1764680000000_install-capture, 1764680000001_activate');
+    expect(lines[0]).toBe(`applied migrations: ${MIGRATIONS.join(', ')}`);
     expect(lines[1]).toBe('backfill: activated');
     expect(lines[2]).toBe('  rows backfilled   2');
     expect(lines[3]).toMatch(/^ {2}capture_since {5}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}000Z$/);
@@ -80,7 +81,7 @@ describe('the CLI', async () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     const body = JSON.parse(r.stdout);
-    expect(body.applied).toEqual(['1764680000000_install-capture', '1764680000001_activate']);
+    expect(body.applied).toEqual(MIGRATIONS);
     expect(body.backfill).toMatchObject({ status: 'activated', inserted: 2, failure: null,
       backfill_through: '2026-08-12T09:00:01.000000000Z' });
   });

@@ -12,6 +12,7 @@ import type { EmbeddedServer } from '../demo/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { backfill, migrate, up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
+import { MIGRATIONS } from './helpers/migrations.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -177,7 +178,7 @@ describe('SIGKILL in the middle of installation', () => {
       expect(recorded).toEqual([]);
 
       const result = await up(c, 'public');
-      expect(result.applied).toEqual(['1764680000000_install-capture', '1764680000001_activate']);
+      expect(result.applied).toEqual(MIGRATIONS);
       expect(result.backfill.status).toBe('activated');
       expect((await c.query(`SELECT activated, shortfall, trigger_enabled FROM subagent_context_health()`)).rows[0])
         .toEqual({ activated: true, shortfall: 0n, trigger_enabled: true });

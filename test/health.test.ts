@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli, type CliResult } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { PACKAGE_VERSION } from '../src/sql.js';
 
 const db = await freshDatabase('health');
 let cli = '';
@@ -57,6 +58,7 @@ describe('after live writes only', async () => {
     expect(await health('live')).toEqual({
       activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0n, excess: 0n,
       last_observed_at: '2030-01-01 00:00:02.5', trigger_enabled: true, failures: 0n, collisions: 0n,
+      status: 'healthy', installed_version: PACKAGE_VERSION,
     });
   });
 
@@ -68,6 +70,7 @@ describe('after live writes only', async () => {
       status: 'healthy', activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0, excess: 0,
       last_observed_at: '2030-01-01T00:00:02.500000Z', trigger_enabled: true, failures: 0, collisions: 0,
       stats: { attempted: 3, skipped_no_identity: 0, persisted: 3, failed: 0, anomalous_value: 0, unknown_execution: 3 },
+      installed_version: PACKAGE_VERSION, upgrade_available: false,
     });
     expect(r.stderr).toBe('');
   });
@@ -196,7 +199,8 @@ describe('under another session TimeZone', async () => {
     const kiritimati = await db.connect();
     await kiritimati.query(`SET TIME ZONE 'Pacific/Kiritimati'`);
     const expected = { activated: true, capture_since: SINCE, backfill_through: '', shortfall: 1n, excess: 0n,
-      last_observed_at: '2030-01-01 10:00:00', trigger_enabled: true, failures: 0n, collisions: 0n };
+      last_observed_at: '2030-01-01 10:00:00', trigger_enabled: true, failures: 0n, collisions: 0n,
+      status: 'shortfall', installed_version: PACKAGE_VERSION };
     expect(await health('zone', utc)).toEqual(expected);
     expect(await health('zone', kiritimati)).toEqual(expected);
     // A hand-written key without a zone is read as UTC, whatever the session says.
@@ -234,7 +238,7 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     expect((await health('off')).trigger_enabled).toBe(false);
     const { code, body } = await healthJson('off');
     expect(code).toBe(2);
-    expect(body).toMatchObject({ status: 'trigger disabled', trigger_enabled: false, shortfall: 0 });
+    expect(body).toMatchObject({ status: 'trigger_disabled', trigger_enabled: false, shortfall: 0 });
     expect((await health_('off')).stdout).toContain('  trigger           installed, DISABLED\n');
   });
 
@@ -250,10 +254,11 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     const keys = (await db.query(`SELECT key, value FROM off.kandev_meta`)).rows;
     await db.query(`DELETE FROM off.kandev_meta`);
     expect(await health('off')).toEqual({ activated: false, capture_since: null, backfill_through: null,
-      shortfall: null, excess: null, last_observed_at: null, trigger_enabled: true, failures: null, collisions: 0n });
+      shortfall: null, excess: null, last_observed_at: null, trigger_enabled: true, failures: null, collisions: 0n,
+      status: 'not_activated', installed_version: PACKAGE_VERSION });
     const { code, body } = await healthJson('off');
     expect(code).toBe(2);
-    expect(body).toMatchObject({ status: 'not activated', activated: false, shortfall: null });
+    expect(body).toMatchObject({ status: 'not_activated', activated: false, shortfall: null });
     const human = await health_('off');
     expect(human.stdout).toContain('  shortfall         not measured (not activated)\n');
     for (const k of keys) await db.query(`INSERT INTO off.kandev_meta (key, value) VALUES ($1, $2)`, [k.key, k.value]);
@@ -263,16 +268,16 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     await db.query(`DROP TRIGGER subagent_context_capture ON off.task_session_messages`);
     const { code, body } = await healthJson('off');
     expect(code).toBe(2);
-    expect(body).toMatchObject({ status: 'trigger missing', trigger_enabled: false, activated: true });
+    expect(body).toMatchObject({ status: 'trigger_missing', trigger_enabled: false, activated: true });
   });
 
   it('reports a schema without subagent-context as not installed, still one JSON object', async () => {
     await db.createHost('bare');
     const { code, body } = await healthJson('bare');
     expect(code).toBe(2);
-    expect(body).toEqual({ status: 'not installed', activated: false, capture_since: null, backfill_through: null,
+    expect(body).toEqual({ status: 'not_installed', activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: false, failures: null,
-      collisions: null, stats: null });
+      collisions: null, stats: null, installed_version: null, upgrade_available: false });
   });
 });
 

@@ -6,6 +6,8 @@ import { promisify } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { MIGRATIONS } from './helpers/migrations.js';
+import { installationShape } from './helpers/shape.js';
 
 const run = promisify(execFile);
 const db = await freshDatabase('install_idempotent');
@@ -29,45 +31,7 @@ async function seedHistory(schema: string) {
 }
 
 /** Everything an installation owns in a schema, as one comparable value; `normalized` hides the schema name. */
-async function installed(schema: string, normalized = false) {
-  // With only pg_catalog on the path, every definition prints its schema, public included.
-  const c = await db.pool.connect();
-  let s: any;
-  try {
-    await c.query('BEGIN');
-    await c.query('SET LOCAL search_path = pg_catalog');
-    s = await snapshotDefinitions(c, schema);
-    await c.query('COMMIT');
-  } finally {
-    c.release();
-  }
-  if (!normalized) return s;
-  const hide = (v: unknown): unknown => typeof v === 'string'
-    ? v.replaceAll(`"${schema}"`, '@S').replaceAll(`${schema}.`, '@S.').replaceAll(`'${schema}'`, `'@S'`)
-    : Array.isArray(v) ? v.map(hide) : v;
-  return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, hide(v)]));
-}
-
-async function snapshotDefinitions(c: { query: typeof db.query }, schema: string) {
-  const { rows: [s] } = await c.query(`
-    SELECT
-      (SELECT json_agg(pg_get_functiondef(p.oid) ORDER BY p.proname, pg_get_function_identity_arguments(p.oid))
-         FROM pg_proc p WHERE p.pronamespace = $1::text::regnamespace) AS functions,
-      (SELECT json_agg(pg_get_triggerdef(t.oid) || ' [' || t.tgenabled::text || ']' ORDER BY t.tgname)
-         FROM pg_trigger t WHERE t.tgrelid = format('%I.task_session_messages', $1::text)::regclass AND NOT t.tgisinternal) AS triggers,
-      (SELECT json_agg(c.relname || ' ' || c.relkind::text || ' ' || coalesce(c.relacl::text, '-') || ' ' || coalesce(c.reloptions::text, '-')
-                       ORDER BY c.relname)
-         FROM pg_class c WHERE c.relnamespace = $1::text::regnamespace) AS relations,
-      (SELECT json_agg(i.indexdef ORDER BY i.indexname) FROM pg_indexes i WHERE i.schemaname = $1::text) AS indexes,
-      (SELECT json_agg(c.conname || ' ' || pg_get_constraintdef(c.oid) ORDER BY c.conname)
-         FROM pg_constraint c WHERE c.connamespace = $1::text::regnamespace) AS constraints,
-      (SELECT json_agg(format_type(t.oid, NULL) ORDER BY t.typname) FROM pg_type t
-        WHERE t.typnamespace = $1::text::regnamespace AND t.typtype = 'c' AND t.typrelid IN (SELECT oid FROM pg_class WHERE relkind = 'c')) AS types,
-      (SELECT json_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text ORDER BY a.attnum)
-         FROM pg_attribute a WHERE a.attrelid = format('%I.task_session_subagents', $1::text)::regclass
-          AND a.attnum > 0 AND NOT a.attisdropped) AS columns`, [schema]);
-  return s;
-}
+const installed = (schema: string, normalized = false) => installationShape(db.pool, schema, normalized);
 
 /** The data an installation writes: activation keys (byte for byte), rows, failures, stats, migrations run. */
 async function data(schema: string) {
@@ -81,7 +45,6 @@ async function data(schema: string) {
   };
 }
 
-const MIGRATIONS = ['1764680000000_install-capture', '1764680000001_activate'];
 
 /** Plain node-pg-migrate, as a user would run it from the package directory. */
 async function plainNodePgMigrate(schema: string) {

@@ -1,22 +1,21 @@
 // Lifecycle: uninstall (plain node-pg-migrate down, and `subagent-context uninstall [--drop-data]`),
-// reinstall, adopting kandev's own table, and upgrading to a later migration over live data.
+// reinstall, and adopting kandev's own table. Upgrades are in upgrade.test.ts.
 // Each scenario runs in its own schema of one database, so they cannot see each other.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import pg from 'pg';
-import { runner } from 'node-pg-migrate';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
 import { quoteIdent } from '../src/sql.js';
+import { installationShape } from './helpers/shape.js';
+import { MIGRATIONS } from './helpers/migrations.js';
+import { buildCli, runCli } from './helpers/cli.js';
 
 const db = await freshDatabase('lifecycle');
+const cli = buildCli('lifecycle');
 const pool = db.pool as any;
 const run = promisify(execFile);
 
@@ -90,7 +89,7 @@ describe('plain node-pg-migrate down', () => {
     '-m', MIGRATIONS_DIR, '-t', MIGRATIONS_TABLE, '-s', schema],
   { env: { ...process.env, DATABASE_URL: db.url } });
 
-  it('`down` reverts activation only; `down 2` removes trigger, functions, sequences and type, keeps the rows', async () => {
+  it('`down` reverts activation only; `down N` (every migration) removes trigger, functions, sequences and type, keeps the rows', async () => {
     await db.createHost(schema);
     await pgm('up');
     expect((await health(schema)).activated).toBe(true);
@@ -104,7 +103,7 @@ describe('plain node-pg-migrate down', () => {
     expect(now.trigger).toEqual(['subagent_context_capture']);
     expect((await health(schema)).activated).toBe(false);
 
-    await pgm('down', '2');  // what is left: the installation itself
+    await pgm('down', String(MIGRATIONS.length - 1));  // what is left: the installation itself
     now = await installed(schema);
     expect({ ...now, tables: undefined }).toEqual({ ...NOTHING_INSTALLED, tables: undefined });
     expect(now.tables).toEqual(['subagent_context_failures', 'task_session_subagents']);
@@ -211,6 +210,13 @@ describe('installing over a table kandev created itself (kandev >= 0.89)', () =>
       { column_name: 'duration_ms', data_type: 'bigint' },
       { column_name: 'tool_use_count', data_type: 'bigint' },
       { column_name: 'total_tokens', data_type: 'bigint' }]);
+    // kandev's table stays kandev's: --drop-data refuses, in one sentence, and removes nothing at all.
+    const shape = await installationShape(db.pool, schema);
+    const refused = await runCli(cli, ['uninstall', '--drop-data', '--database-url', db.url, '--schema', schema]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('was not created by subagent-context (kandev created it and the install adopted it), so --drop-data drops nothing');
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(await installationShape(db.pool, schema)).toEqual(shape);
     // A value beyond integer now fits, and it lands on kandev's own row (same key, execution 'unknown').
     await insertMessage(pool, schema, {
       id: 'msg-k1', session: t.session, task: t.task, turn: t.turn, created_at: '2026-08-12 09:00:00',
@@ -219,60 +225,5 @@ describe('installing over a table kandev created itself (kandev >= 0.89)', () =>
     expect(await rows(schema)).toEqual([{
       id: 'kandev-row', tool_call_id: 'toolu_k1', agent_execution_id: 'unknown', source: 'live',
       total_tokens: 3000000000n, tool_status: 'completed' }]);
-  });
-});
-
-describe('upgrading to a newer version', () => {
-  it('a later migration that re-applies the SQL keeps rows, ids and activation keys byte for byte, and capture goes on', async () => {
-    const schema = 'lc_upgrade';
-    await db.createHost(schema);
-    await db.up(schema);
-    await writeCall(schema, 'v1', 111);
-    const keysBefore = (await db.query(`SELECT key, value FROM ${quoteIdent(schema)}.kandev_meta ORDER BY key`)).rows;
-    const rowsBefore = await rows(schema);
-    await db.query(`INSERT INTO ${quoteIdent(schema)}.subagent_context_failures (task_session_id, sqlstate, message)
-                    VALUES ('s', '40P01', 'kept across upgrades')`);
-
-    // The next release: the shipped migrations plus one that re-applies every SQL file (what an upgrade
-    // that changes a function does). The copies import the real lib, so they read the real sql/.
-    const dir = await mkdtemp(join(tmpdir(), 'subagent-context-upgrade-'));
-    try {
-      const lib = pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'sql.js')).href;
-      for (const f of ['1764680000000_install-capture.js', '1764680000001_activate.js']) {
-        const text = await readFile(join(MIGRATIONS_DIR, f), 'utf8');
-        await writeFile(join(dir, f), text.replaceAll('./lib/sql.js', lib));
-      }
-      await writeFile(join(dir, '1799999999999_upgrade-reapply.js'), `
-        import { INSTALL_FILES, sqlFile, targetSchema } from '${lib}';
-        export async function up(pgm) {
-          const schema = await targetSchema(pgm);
-          for (const file of INSTALL_FILES) pgm.sql(sqlFile(file, schema));
-        }
-        export async function down() {}
-      `);
-      const client = new pg.Client(db.url);
-      await client.connect();
-      try {
-        const applied = await runner({
-          dbClient: client, dir, direction: 'up', schema, migrationsTable: MIGRATIONS_TABLE,
-          checkOrder: true, logger: { debug() {}, info() {}, warn() {}, error() {} },
-        });
-        expect(applied.map((m) => m.name)).toEqual(['1799999999999_upgrade-reapply']);
-      } finally {
-        await client.end();
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-
-    expect((await db.query(`SELECT key, value FROM ${quoteIdent(schema)}.kandev_meta ORDER BY key`)).rows).toEqual(keysBefore);
-    expect(await rows(schema)).toEqual(rowsBefore);
-    expect((await db.query(`SELECT message FROM ${quoteIdent(schema)}.subagent_context_failures`)).rows)
-      .toEqual([{ message: 'kept across upgrades' }]);
-    // Capture still merges into the old row, once; and a re-run of `up` has nothing left to do.
-    await updateMessage(pool, schema, 'msg-v1', subagentMetadata({
-      tool_call_id: 'toolu_v1', status: 'completed', subagent: { total_tokens: 222 } }), '2026-08-12 09:10:00');
-    expect((await rows(schema)).map((r) => [r.id, r.total_tokens])).toEqual([[rowsBefore[0].id, 222n]]);
-    expect((await health(schema))).toMatchObject({ activated: true, shortfall: 0n, trigger_enabled: true });
   });
 });

@@ -16,6 +16,10 @@ const CORPUS = [
   'SUBAGENT_TASK', 'subagentXtask', 'subagent.task', 'subagent-task', 'subagent task', 'subagent_Task',
   '{"k":"subagent\\u005ftask"}', '\\u', 'a\\ub', '\\U0041', '\\\\u', '\\', 'u', '\\n', '\\x',
   '{"normalized":{"kind":"tool_call"}}', 'streaming text', '', 'ü ∑ 😀', 'a'.repeat(100_000) + 'subagent_task',
+  // Go's encoding/json escapes (SPEC §2) are not letters of the kind: they stop here.
+  '{"command":"cd x \\u0026\\u0026 go test"}', '\\u003cdiv\\u003e', 'a\\u2028b\\u2029', '\\u001b[31m',
+  // Escapes of the kind's letters pass, whichever case the hex digits are in.
+  '{"kind":"\\u0073ubagent_task"}', '{"kind":"subagent_tas\\u006B"}',
 ];
 
 describe('the non-subagent fast path', () => {
@@ -31,7 +35,7 @@ describe('the non-subagent fast path', () => {
          FROM unnest($1::text[]) AS m`, [CORPUS]);
     expect(rows.filter((r: any) => r.by_when !== r.by_function).map((r: any) => r.m.slice(0, 40))).toEqual([]);
     // Both halves of the filter are exercised: some inputs pass, some do not.
-    expect(rows.filter((r: any) => r.by_when).length).toBe(8);
+    expect(rows.filter((r: any) => r.by_when).length).toBe(7);
     // NULL metadata passes neither (the trigger does not fire).
     const { rows: [n] } = await db.query(`SELECT (${when!.replace(/new\.metadata/gi, 'NULL::text')}) AS w,
       subagent_may_qualify(NULL) AS f`);
@@ -42,6 +46,7 @@ describe('the non-subagent fast path', () => {
     ['{"normalized":{"kind":"subagent_task"}}', true],
     ['{"normalized":{"kind":"subagent\\u005ftask"}}', true],   // an escape could spell it: the parse decides
     ['{"normalized":{"kind":"tool_call"}}', false],
+    ['{"command":"go test ./... \\u0026\\u0026 echo \\u003cok\\u003e","normalized":{"kind":"shell_exec"}}', false],
     ['streaming text', false],
     ['', false],
   ])('lets %j through: %s', async (metadata, expected) => {

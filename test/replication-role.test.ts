@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { sqlFile } from '../src/sql.js';
+import { codeSql } from '../src/sql.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
 const db = await freshDatabase('replication_role');
@@ -94,12 +94,12 @@ describe('session_replication_role = replica', () => {
     expect(await health()).toEqual({ shortfall: 0n, excess: 0n, trigger_enabled: true, failures: 0n });
   });
 
-  it('an upgrade that re-applies capture.sql (CREATE OR REPLACE TRIGGER) resets ENABLE ALWAYS to ENABLE', async () => {
-    // Documented in docs/reliability.md: after an upgrade, set ENABLE ALWAYS again where you need it.
-    await db.query(`ALTER TABLE task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture`);
-    await db.query(sqlFile('capture.sql', 'public'));
-    expect(await tgenabled()).toBe('O');
-  });
+  it.each([['ALWAYS', 'A'], ['REPLICA', 'R'], ['', 'O']])(
+    're-applying the code layer (what an upgrade does) keeps ENABLE %s', async (mode, state) => {
+      await db.query(`ALTER TABLE task_session_messages ENABLE ${mode} TRIGGER subagent_context_capture`);
+      await db.query(['BEGIN', ...codeSql('public'), 'COMMIT'].join(';\n'));
+      expect(await tgenabled()).toBe(state);
+    });
 
   it('history older than capture_since loaded in replica role is invisible to health; deleting both keys and re-running backfill derives it', async () => {
     await db.query(`ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture`);

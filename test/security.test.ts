@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
+import { PACKAGE_VERSION } from '../src/sql.js';
 
 const db = await freshDatabase('security');
 const suffix = randomBytes(4).toString('hex');
@@ -381,6 +382,7 @@ describe('(d) the session TimeZone', () => {
       expect(numbers).toEqual({
         activated: true, backfill_through: '2026-08-12T09:00:00.000000000Z', shortfall: 1n, excess: 1n,
         last_observed_at: '2027-01-01 00:00:00', trigger_enabled: true, failures: 0n, collisions: 0n,
+        status: 'shortfall', installed_version: PACKAGE_VERSION,
       });
     }
     expect(k.stats).toEqual(u.stats);

@@ -1,13 +1,28 @@
-// Reads the project's .sql files for a target schema. Files name the schema as @extschema@ (the
-// convention of PostgreSQL extension scripts); it is replaced by the quoted schema name.
+// The one way from a .sql file in sql/ to the database, for the migrations and the CLI alike.
+//
+// An installation has two layers (docs/upgrade.md):
+// - data, kept across releases: the subagent table, the failure log, the counter sequences, health's index
+//   on task_session_messages. Its files create or adopt, and are safe to apply again.
+// - code, replaced as a whole by every release: types, functions, the trigger. Applying it first drops
+//   the code of any earlier release (drop-code.sql), then creates this release's, in one transaction,
+//   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state. It records what it installed
+//   (subagent_context_installation()): the package version, a digest of the code, the server major.
+//
+// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts).
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 const SQL_DIR = new URL('../../sql/', import.meta.url);
 
-/** The files that make up an installation, in the order they must be applied. */
-export const INSTALL_FILES = [
-  'table.sql', 'failures.sql', 'stats.sql', 'parse.sql', 'derive.sql', 'keys.sql',
-  'capture.sql', 'backfill.sql', 'health.sql',
+export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+
+/** The data layer, in the order it must be applied. */
+export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql'];
+
+/** The code layer, in the order it must be applied (installation.sql last: it records the rest). */
+export const CODE_FILES = [
+  'drop-code.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'stats.sql', 'capture.sql', 'backfill.sql',
+  'health.sql', 'installation.sql',
 ];
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];
@@ -16,18 +31,63 @@ export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
 }
 
+function source(file) {
+  return readFileSync(new URL(file, SQL_DIR), 'utf8');
+}
+
+/** What this package's code layer is: changes whenever any code file changes, whatever the version says. */
+export const CODE_DIGEST = createHash('sha256')
+  .update(CODE_FILES.filter((f) => f !== 'installation.sql').map(source).join('\0'))
+  .digest('hex').slice(0, 16);
+
 export function sqlFile(file, schema) {
   // The name also lands inside string literals ('@extschema@.x'::regclass), so refuse what would
   // break out of one rather than escape it twice.
   if (!schema || /['\\\0$]/.test(schema)) {
     throw new Error(`subagent-context: unusable schema name ${JSON.stringify(schema)}`);
   }
-  return readFileSync(new URL(file, SQL_DIR), 'utf8').replaceAll('@extschema@', quoteIdent(schema));
+  return source(file)
+    .replaceAll('@extschema@', quoteIdent(schema))
+    .replaceAll('@version@', PACKAGE_VERSION)
+    .replaceAll('@digest@', CODE_DIGEST);
 }
 
 /** A file's statements, for files that must run one statement at a time (split at `-- statement`). */
 export function sqlStatements(file, schema) {
   return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
+}
+
+/** The data layer's SQL, one string per file. */
+export function dataSql(schema) {
+  return DATA_FILES.map((f) => sqlFile(f, schema));
+}
+
+/** The code layer's SQL, one string per file; run them in one transaction. */
+export function codeSql(schema) {
+  return CODE_FILES.map((f) => sqlFile(f, schema));
+}
+
+/** Uninstall: the code layer's objects, then the rest (the data layer's tables stay). */
+export function uninstallSql(schema) {
+  return ['drop-code.sql', 'uninstall.sql'].map((f) => sqlFile(f, schema));
+}
+
+/**
+ * The installed code layer: { version, code_digest, server_major, current } or null when there is none.
+ * current: it is this package's code, built for this server major (else the code layer must be applied).
+ * `select(text, values)` returns rows: node-pg-migrate's pgm.db.select, or a pg client wrapped.
+ */
+export async function installedCode(select, schema) {
+  const [{ fn, health, major }] = await select(
+    `SELECT to_regprocedure(format('%I.subagent_context_installation()', $1::text)) AS fn,
+            to_regprocedure(format('%I.subagent_context_health()', $1::text)) AS health,
+            current_setting('server_version_num')::int / 10000 AS major`, [schema]);
+  if (!fn) {
+    // 0.1.0 recorded nothing; its health function is how it is recognised.
+    return health ? { version: '0.1.0', code_digest: null, server_major: null, current: false } : null;
+  }
+  const [row] = await select(`SELECT version, code_digest, server_major FROM ${quoteIdent(schema)}.subagent_context_installation()`);
+  return { ...row, current: row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { Command } from './types.js';
-import { assertSchemaExists, withClient } from '../db.js';
-import { healthInstalled, readHealth, readStats, triggerInstalled, verdict, type HealthReport } from '../health.js';
+import { withClient } from '../db.js';
+import { healthReport, type HealthReport } from '../health.js';
 import { printJson, keyValues, bold, green, red, yellow } from '../output.js';
-import { quoteIdent } from '../sql.js';
+import { PACKAGE_VERSION, quoteIdent } from '../sql.js';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -14,12 +14,12 @@ function advice(r: HealthReport, schema: string): string {
     case 'idle': return 'activated; no subagent message has been written since activation, so nothing to compare yet.';
     case 'shortfall': return `${plural(h.shortfall ?? 0, 'subagent')} written since activation ${h.shortfall === 1 ? 'has' : 'have'} no row. ` +
       'Find why (trigger state, failures below), then run `subagent-context repair`. See docs/health.md.';
-    case 'not activated': return 'the activation keys are missing, so there is no "captured since" to check against. ' +
+    case 'not_activated': return 'the activation keys are missing, so there is no "captured since" to check against. ' +
       'Run `subagent-context backfill` (or `up`).';
-    case 'trigger missing': return 'the capture trigger is not installed: new subagents are not recorded. Run `subagent-context up`.';
-    case 'trigger disabled': return 'the capture trigger exists but does not fire: new subagents are not recorded. Run ' +
+    case 'trigger_missing': return 'the capture trigger is not installed: new subagents are not recorded. Run `subagent-context up`.';
+    case 'trigger_disabled': return 'the capture trigger exists but does not fire: new subagents are not recorded. Run ' +
       `\`ALTER TABLE ${quoteIdent(schema)}.task_session_messages ENABLE TRIGGER subagent_context_capture;\`, then \`subagent-context repair\`.`;
-    case 'not installed': return 'subagent-context is not installed in this schema. Run `subagent-context up`.';
+    case 'not_installed': return 'subagent-context is not installed in this schema. Run `subagent-context up`.';
   }
 }
 
@@ -46,15 +46,18 @@ Examples:
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       const report = await healthReport(client, ctx.schema);
-      const { status, exitCode, health, stats, installed } = report;
+      const { status, exitCode, health, stats } = report;
       if (ctx.json) {
-        printJson({ status, ...health, stats });
+        printJson({ ...health, stats, upgrade_available: report.upgradeAvailable });
         return exitCode;
       }
       const word = exitCode === 0 ? green(status) : exitCode === 1 ? red(status) : yellow(status);
       console.log(`${bold('subagent-context health')} (schema ${ctx.schema}): ${word}`);
       console.log(`  ${advice(report, ctx.schema)}`);
-      if (status === 'not installed') return exitCode;
+      if (report.upgradeAvailable) {
+        console.log(`  ${yellow(`installed: ${health.installed_version}; this package is ${PACKAGE_VERSION} (or the server's major changed): run \`subagent-context up\``)}`);
+      }
+      if (status === 'not_installed') return exitCode;
       const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
       const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
       console.log();
@@ -66,7 +69,8 @@ Examples:
         ['last observed', health.last_observed_at ?? (health.activated ? 'none since activation' : '-')],
         ['capture_since', key(health.capture_since, "'' (unreadable)")],
         ['backfill_through', key(health.backfill_through, "'' (no history to backfill)")],
-        ['trigger', !installed ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
+        ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
+        ['version', health.installed_version ?? '-'],
         ['failures', health.failures === null ? n(null)
           : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
         ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
@@ -76,17 +80,3 @@ Examples:
     });
   },
 };
-
-async function healthReport(client: Parameters<typeof readHealth>[0], schema: string): Promise<HealthReport> {
-  // Exit 2, like "not installed": a monitor must never read a wrong --schema as a shortfall (1).
-  await assertSchemaExists(client, schema, 2);
-  if (!(await healthInstalled(client, schema))) {
-    return { status: 'not installed', exitCode: 2, installed: false, stats: null, health: {
-      activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
-      last_observed_at: null, trigger_enabled: false, failures: null, collisions: null } };
-  }
-  const installed = await triggerInstalled(client, schema);
-  const health = await readHealth(client, schema);
-  const stats = await readStats(client, schema);
-  return { ...verdict(health, installed), installed, health, stats };
-}

@@ -1,8 +1,8 @@
 import type { Command } from './types.js';
 import { assertSchemaExists, withClient } from '../db.js';
-import { healthInstalled, triggerInstalled } from '../health.js';
+import { healthInstalled } from '../health.js';
 import { migrate } from '../install.js';
-import { sqlFile } from '../sql.js';
+import { sqlStatements } from '../sql.js';
 import { SQL } from 'sql-template-strings';
 
 export const uninstallCommand: Command = {
@@ -11,7 +11,9 @@ export const uninstallCommand: Command = {
   usage: `subagent-context uninstall [--database-url URL] [--schema S] [--drop-data]
 
 Runs the migrations down: removes the capture trigger, the functions and the activation keys. The
-derived rows and the failure log stay unless --drop-data is given.
+derived rows and the failure log stay unless --drop-data is given. --drop-data drops only a
+task_session_subagents that subagent-context created: when kandev created it (adopted at install), it
+refuses and removes nothing.
 
 Example:
   subagent-context uninstall --schema tenant_a`,
@@ -19,7 +21,7 @@ Example:
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
-      const installed = (await healthInstalled(client, ctx.schema)) || (await triggerInstalled(client, ctx.schema));
+      const installed = (await healthInstalled(client, ctx.schema)) || (await captureTriggerExists(client, ctx.schema));
       const { rows: [{ has_data }] } = await client.query(
         SQL`SELECT to_regclass(format('%I.task_session_subagents', ${ctx.schema}::text)) IS NOT NULL AS has_data`);
       if (!installed && !(ctx.args['drop-data'] && has_data)) {
@@ -27,10 +29,21 @@ Example:
         console.log(`nothing to uninstall: subagent-context is not installed in schema "${ctx.schema}"`);
         return 0;
       }
+      const dropData = ctx.args['drop-data'] ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
+      // --drop-data refuses before anything is removed when the table is kandev's (its first statement).
+      if (dropData.length) await client.query(dropData[0]);
       await migrate(client, ctx.schema, 'down');
-      if (ctx.args['drop-data']) await client.query(sqlFile('uninstall-data.sql', ctx.schema));
+      for (const statement of dropData) await client.query(statement);
       console.log(ctx.args['drop-data'] ? 'uninstalled; data dropped' : 'uninstalled; task_session_subagents kept');
       return 0;
     });
   },
 };
+
+/** A trigger left by a partial or hand-made removal still counts as something to uninstall. */
+async function captureTriggerExists(client: Parameters<typeof healthInstalled>[0], schema: string): Promise<boolean> {
+  const { rows } = await client.query(
+    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
+        AND tgname = 'subagent_context_capture'`);
+  return rows.length > 0;
+}

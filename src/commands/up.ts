@@ -11,7 +11,9 @@ export const upCommand: Command = {
 
 Applies the migrations (table, derivation, trigger, health) into the schema that holds kandev's
 tables, then backfills history once and writes the two activation keys. Safe to run again: nothing
-changes once installed and activated; a failed backfill is retried.
+changes once installed and activated; a failed backfill is retried. On a database installed by an
+earlier release, or after a PostgreSQL major upgrade, it upgrades the installation in place, keeping
+rows, activation keys, counters and the failure log (docs/upgrade.md).
 
 Examples:
   subagent-context up --database-url postgres://kandev@db/kandev
@@ -22,6 +24,9 @@ Examples:
       if (ctx.json) printJson(result);
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
+        if (result.upgraded) {
+          console.log(`upgraded in place: ${result.upgraded.from} -> ${result.upgraded.to} (PostgreSQL ${result.upgraded.server_major}); rows, keys and counters kept`);
+        }
         console.log(backfillSummary(result.backfill));
       }
       failIfBackfillFailed(result.backfill);

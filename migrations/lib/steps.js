@@ -1,0 +1,58 @@
+// What each migration does, written once. Migration files are frozen: each names one step, and a
+// release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
+// so `node-pg-migrate up` on a database installed by any earlier release has something to run.
+import { codeSql, dataSql, installedCode, quoteIdent, sqlStatements, targetSchema, uninstallSql } from './sql.js';
+
+const select = (pgm) => (text, values) => pgm.db.select(text, values);
+
+/** First install: the data layer (created or adopted), then the code layer. One transaction. */
+export async function install(pgm) {
+  const schema = await targetSchema(pgm);
+  for (const sql of [...dataSql(schema), ...codeSql(schema)]) pgm.sql(sql);
+}
+
+/**
+ * Upgrade in place: the data layer again (each file brings an earlier release's objects to this shape),
+ * then the code layer when the installed one is not this package's (or was built for another server
+ * major). One transaction: a failure changes nothing.
+ */
+export async function upgrade(pgm) {
+  const schema = await targetSchema(pgm);
+  for (const sql of dataSql(schema)) pgm.sql(sql);
+  const code = await installedCode(select(pgm), schema);
+  if (!code?.current) for (const sql of codeSql(schema)) pgm.sql(sql);
+}
+
+/**
+ * Activation, outside any transaction: health's index on task_session_messages (built CONCURRENTLY,
+ * rebuilt when an earlier release built it differently), then the guarded backfill.
+ * `subagent-context up` sets subagent_context.backfill_by = 'cli' and runs the backfill itself right
+ * after, to report what it stored; plain node-pg-migrate gets the backfill here.
+ */
+export async function activate(pgm) {
+  const schema = await targetSchema(pgm);
+  pgm.noTransaction();
+  for (const statement of sqlStatements('message-index.sql', schema)) pgm.sql(statement);
+  pgm.sql(`DO $activate$
+BEGIN
+  IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN
+    PERFORM ${quoteIdent(schema)}.subagent_context_backfill();
+  END IF;
+END
+$activate$`);
+}
+
+/** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
+export async function uninstall(pgm) {
+  const schema = await targetSchema(pgm);
+  for (const sql of uninstallSql(schema)) pgm.sql(sql);
+}
+
+export async function deactivate(pgm) {
+  const schema = await targetSchema(pgm);
+  pgm.sql(`DELETE FROM ${quoteIdent(schema)}.kandev_meta
+            WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
+}
+
+/** A later release's half of a pair whose going down is done by the first release's migrations. */
+export async function nothing() {}
