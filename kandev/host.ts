@@ -17,6 +17,11 @@ export async function createHostTables(client: pg.Client | pg.PoolClient, schema
   if (opts.metadataIndexes) await client.query(fixture('kandev-metadata-indexes.sql', schema));
 }
 
+/** task_session_subagents as kandev >= 0.89 creates it itself, for the adoption paths. */
+export async function createKandevSubagentTable(client: pg.ClientBase, schema: string) {
+  await client.query(fixture('kandev-subagents-table.sql', schema));
+}
+
 export interface SubagentFrame {
   tool_call_id?: string | null;
   status?: string;

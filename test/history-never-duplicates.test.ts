@@ -5,7 +5,7 @@
 // (delete both keys, backfill), and repair.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
 import { quoteIdent } from '../src/sql.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
@@ -17,14 +17,7 @@ const pool = db.pool;
 async function kandevWroteTwo(schema: string) {
   await db.createHost(schema);
   const s = quoteIdent(schema);
-  await db.query(`CREATE TABLE ${s}.task_session_subagents (
-    id text PRIMARY KEY, task_session_id text NOT NULL REFERENCES ${s}.task_sessions (id) ON DELETE CASCADE,
-    task_id text NOT NULL, turn_id text, tool_call_id text NOT NULL,
-    agent_execution_id text NOT NULL DEFAULT 'unknown', parent_tool_call_id text, subagent_type text,
-    description text, agent_id text, child_session_id text, model text, agent_status text, tool_status text,
-    is_async integer NOT NULL DEFAULT 0, total_tokens integer, tool_use_count integer, duration_ms integer,
-    source text NOT NULL DEFAULT 'live', observed_at timestamp NOT NULL, settled_at timestamp,
-    updated_at timestamp NOT NULL, UNIQUE (task_session_id, agent_execution_id, tool_call_id))`);
+  await createKandevSubagentTable(db.pool, schema);
   const t = await createTurn(pool, schema, 'k', '2026-08-01 08:00:00');
   for (const n of [1, 2]) {
     await insertMessage(pool, schema, { id: `msg-${n}`, session: t.session, task: t.task, turn: t.turn,

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
 import { quoteIdent } from '../src/sql.js';
@@ -186,14 +186,7 @@ describe('installing over a table kandev created itself (kandev >= 0.89)', () =>
     const schema = 'lc_adopt';
     await db.createHost(schema);
     const s = quoteIdent(schema);
-    await db.query(`CREATE TABLE ${s}.task_session_subagents (
-      id text PRIMARY KEY, task_session_id text NOT NULL REFERENCES ${s}.task_sessions (id) ON DELETE CASCADE,
-      task_id text NOT NULL, turn_id text, tool_call_id text NOT NULL,
-      agent_execution_id text NOT NULL DEFAULT 'unknown', parent_tool_call_id text, subagent_type text,
-      description text, agent_id text, child_session_id text, model text, agent_status text, tool_status text,
-      is_async integer NOT NULL DEFAULT 0, total_tokens integer, tool_use_count integer, duration_ms integer,
-      source text NOT NULL DEFAULT 'live', observed_at timestamp NOT NULL, settled_at timestamp,
-      updated_at timestamp NOT NULL, UNIQUE (task_session_id, agent_execution_id, tool_call_id))`);
+    await createKandevSubagentTable(db.pool, schema);
     const t = await createTurn(pool, schema, 'k1');
     await db.query(`INSERT INTO ${s}.task_session_subagents
       (id, task_session_id, task_id, turn_id, tool_call_id, total_tokens, observed_at, updated_at)
