@@ -1,5 +1,5 @@
 -- Backfill: derive rows for history written before capture was installed, then publish the activation
--- keys (docs/health.md#activation). Public interface: subagent_context_backfill(). Runs in the caller's
+-- keys (docs/health.md#activation-keys). Public interface: subagent_context_backfill(). Runs in the caller's
 -- transaction; the CLI and the activation migration each call it as a single statement.
 
 -- History as derived rows: for each (session, tool call) the newest qualifying message (created_at,

@@ -1,8 +1,10 @@
--- Capture (SPEC §4–§7): a trigger on task_session_messages that turns each qualifying message write into
--- one upsert of task_session_subagents.
+-- Capture: the trigger subagent_context_capture on task_session_messages, and its function
+-- capture_subagent_message(), which turn each qualifying message write into one upsert of
+-- task_session_subagents (docs/decisions.md#derivation, #merge-and-identity). Internal: nothing
+-- here is called by hand; the trigger's name and ENABLE state are what operators touch.
 --
 -- Data flow: WHEN prefilter -> parse metadata -> derive_subagent_row (derive.sql) -> one
--- INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge (SPEC §6). There is no
+-- INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge. There is no
 -- read-then-write, so concurrent writers of one key converge on one row in any commit order.
 --
 -- Never breaks the message write: everything after the WHEN clause runs inside one EXCEPTION block.
@@ -55,7 +57,7 @@ BEGIN
                       current_setting('subagent_context.agent_execution_id', true));
     -- Read once, here, not in the call below: a volatile argument (clock_timestamp) would stop the
     -- planner from inlining derive_subagent_row, and a non-inlined SQL function is re-planned on
-    -- every call (measured: ~0.7 ms per message write instead of a few µs).
+    -- every call (BENCHMARKS.md has what that costs).
     now_utc := clock_timestamp() AT TIME ZONE 'UTC';
 
     INSERT INTO @extschema@.task_session_subagents AS s (

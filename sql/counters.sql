@@ -1,5 +1,5 @@
 -- Capture statistics: the six counters (data layer: kept across upgrades; read by stats.sql).
--- Counted per qualifying message write (docs/health.md#stats).
+-- Counted per qualifying message write (docs/decisions.md#stats).
 --
 -- Each counter is a sequence. nextval() never waits for another transaction and never takes a row lock,
 -- so concurrent writers do not serialize on a hot counter row the way an UPDATE of a stats table would.

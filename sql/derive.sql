@@ -1,9 +1,11 @@
--- Derivation (SPEC §4): message row -> task_session_subagents values.
+-- Derivation: message row -> task_session_subagents values (docs/decisions.md#derivation).
+-- Internal, all of it: the functions and the row type subagent_row are the shared middle of capture,
+-- backfill and repair, not an interface; an upgrade replaces them.
 --
 -- Pure functions, shared by the capture trigger, the backfill and the repair, so that live capture and
 -- history can never disagree. Every per-row helper is a one-expression LANGUAGE sql function with no SET
--- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining and
--- cost ~4 µs a call). Callers pin search_path; that is why the bodies may name built-ins unqualified.
+-- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining, at a
+-- cost per call that BENCHMARKS.md measures). Callers pin search_path; that is why the bodies may name built-ins unqualified.
 
 -- Cheap textual prefilter: can this metadata possibly qualify? Used to skip parsing history rows.
 -- It lets through the text that spells subagent_task literally, and the text with a JSON \u escape
@@ -63,7 +65,7 @@ CREATE FUNCTION @extschema@.subagent_flag(v jsonb)
 RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT CASE WHEN v::text IN ('true', '1', '"true"') THEN 1 ELSE 0 END $$;
 
--- Identity complete? session, task and top-level tool_call_id all non-empty (SPEC §4).
+-- Identity complete? session, task and top-level tool_call_id all non-empty.
 CREATE FUNCTION @extschema@.subagent_has_identity(task_session_id text, task_id text, doc jsonb)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -72,7 +74,7 @@ AS $$
      AND @extschema@.subagent_text_field(doc, 'tool_call_id') IS NOT NULL
 $$;
 
--- Execution identity (SPEC §5): metadata first, then the transaction-local setting, else 'unknown'.
+-- Execution identity (docs/integration.md): metadata first, then the transaction-local setting, else 'unknown'.
 CREATE FUNCTION @extschema@.subagent_execution_id(doc jsonb, setting text)
 RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(@extschema@.subagent_text_field(doc, 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;

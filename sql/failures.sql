@@ -1,5 +1,6 @@
--- subagent_context_failures: every capture write that raised, caught so the message write could commit
--- (SPEC §7). Operators query it; health counts the rows recorded since activation.
+-- subagent_context_failures (public interface; data layer, kept across upgrades): every capture write
+-- that raised, caught so the message write could commit (docs/reliability.md). Operators query it;
+-- health counts the rows recorded since activation.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_failures (
   id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   occurred_at        timestamp(6) NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'UTC'),

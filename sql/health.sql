@@ -9,8 +9,7 @@
 -- Keys of qualifying messages created at or after `since`, each parsed once, with whether its identity
 -- is complete (what capture must have stored: the shortfall's side). It parses with the catching
 -- parser (parse.sql), whose result is subagent_parse_metadata's: on PostgreSQL 16+ that one validates,
--- then parses again, behind a bracket count; one catching parse measured about half the time per
--- message on PG 17 (BENCHMARKS.md, case 5). Inlinable (LANGUAGE sql, STABLE, one SELECT), so a caller's
+-- then parses again, behind a bracket count, and one catching parse is cheaper (BENCHMARKS.md, health). Inlinable (LANGUAGE sql, STABLE, one SELECT), so a caller's
 -- `since` reaches the plan: a recent window reads only the messages created since then, through
 -- subagent_context_recent_messages_idx (message-index.sql).
 CREATE FUNCTION @extschema@.subagent_message_keys(since timestamp)
@@ -88,7 +87,7 @@ BEGIN
     RETURN;
   END IF;
 
-  -- Rows that share (session, tool call) with a row of another execution (SPEC §5). Two rows of one
+  -- Rows that share (session, tool call) with a row of another execution (docs/integration.md). Two rows of one
   -- key have different execution ids (the unique key), so at most one of them is 'unknown': only keys
   -- with a row of a known execution can collide. task_session_subagents_known_execution_idx (table.sql)
   -- lists exactly those; it is empty where the host sends no execution id, so this costs nothing there

@@ -1,4 +1,5 @@
--- Activation keys in kandev_meta (SPEC §8): UTC, RFC 3339 with a T, nine fraction digits and Z.
+-- Activation keys in kandev_meta (docs/health.md#activation-keys): UTC, RFC 3339 with a T, nine fraction
+-- digits and Z. Internal helpers to write, read and parse them.
 -- They are always compared as timestamps (microseconds), never as strings.
 
 CREATE FUNCTION @extschema@.subagent_context_format_key(t timestamp)

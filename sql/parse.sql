@@ -1,4 +1,5 @@
 -- subagent_parse_metadata(text) -> jsonb, or NULL when the text is not JSON that jsonb can hold.
+-- Internal, though operators may use it in their own queries over messages (docs/health.md).
 -- For set-based paths (backfill, health, repair), which cannot catch an error per row. The capture
 -- trigger parses inside its own EXCEPTION block instead and does not use this.
 --

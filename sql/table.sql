@@ -48,7 +48,7 @@ BEGIN
       task_id             text NOT NULL,
       turn_id             text,            -- no FK: the record outlives its turn
       tool_call_id        text NOT NULL,
-      agent_execution_id  text NOT NULL,   -- no FK; 'unknown' when the host does not say (SPEC §5)
+      agent_execution_id  text NOT NULL,   -- no FK; 'unknown' when the host does not say
       parent_tool_call_id text,
       subagent_type       text,
       description         text,
