@@ -11,9 +11,24 @@ function fixture(file: string, schema: string): string {
   return readFileSync(join(PACKAGE_ROOT, 'kandev', 'schema', file), 'utf8').replaceAll('@extschema@', quoteIdent(schema));
 }
 
-export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: { metadataIndexes?: boolean } = {}) {
+export interface HostOptions {
+  /** kandev's metadata expression indexes (kandev-metadata-indexes.sql). */
+  metadataIndexes?: boolean;
+  /**
+   * task_session_messages partitioned by range of created_at (kandev-messages-partitioned.sql): `true`
+   * with a few partitions around the server's clock (kandev-messages-partitions.sql), 'parent only'
+   * with none (for pg_partman's create_parent).
+   */
+  partitioned?: boolean | 'parent only';
+}
+
+export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: HostOptions = {}) {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
   await client.query(fixture('kandev-host.sql', schema));
+  if (opts.partitioned) {
+    await client.query(fixture('kandev-messages-partitioned.sql', schema));
+    if (opts.partitioned === true) await client.query(fixture('kandev-messages-partitions.sql', schema));
+  }
   if (opts.metadataIndexes) await client.query(fixture('kandev-metadata-indexes.sql', schema));
 }
 

@@ -3,7 +3,7 @@ import { inject, afterAll } from 'vitest';
 import pg from 'pg';
 import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
-import { createHostTables } from '../../kandev/host.js';
+import { createHostTables, type HostOptions } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
 
 // Exact, time-zone-independent values: timestamps (UTC wall-clock in the host) as the text Postgres
@@ -17,8 +17,8 @@ export interface TestDatabase {
   pool: pg.Pool;
   /** A new dedicated connection (closed automatically at the end of the file). */
   connect(): Promise<pg.Client>;
-  /** Host tables (+ kandev's metadata expression indexes when asked) in `schema`. */
-  createHost(schema?: string, opts?: { metadataIndexes?: boolean }): Promise<void>;
+  /** Host tables (+ kandev's metadata expression indexes, a partitioned messages table, when asked) in `schema`. */
+  createHost(schema?: string, opts?: HostOptions): Promise<void>;
   /** Migrations only (no backfill), as the product installs. */
   install(schema?: string): Promise<void>;
   /** `subagent-context up`: migrations and the guarded backfill. */
