@@ -2,6 +2,7 @@
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
 import { codeSql, dataSql, installedCode, quoteIdent, sqlStatements, targetSchema, uninstallSql } from './sql.js';
+import { messagesPartitioned, queuePartitionedIndex } from './partitioned-index.js';
 
 const select = (pgm) => (text, values) => pgm.db.select(text, values);
 
@@ -32,7 +33,9 @@ export async function upgrade(pgm) {
 export async function activate(pgm) {
   const schema = await targetSchema(pgm);
   pgm.noTransaction();
-  for (const statement of sqlStatements('message-index.sql', schema)) pgm.sql(statement);
+  // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (message-index-partitioned.sql).
+  if (await messagesPartitioned(select(pgm), schema)) await queuePartitionedIndex(pgm, schema);
+  else for (const statement of sqlStatements('message-index.sql', schema)) pgm.sql(statement);
   pgm.sql(`DO $activate$
 BEGIN
   IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN
