@@ -33,6 +33,11 @@ LANGUAGE sql VOLATILE
 AS $$
   WITH history AS MATERIALIZED (
          SELECT * FROM @extschema@.subagent_history_rows(since, clock_timestamp() AT TIME ZONE 'UTC')),
+       -- Keys of that history already recorded, under any execution id. A CTE rather than a correlated
+       -- NOT EXISTS on the table: Citus plans no correlated subquery beside a CTE (docs/citus.md).
+       recorded AS MATERIALIZED (
+         SELECT r.task_session_id, r.tool_call_id FROM @extschema@.task_session_subagents AS r
+          WHERE (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
        stored AS (
          INSERT INTO @extschema@.task_session_subagents (
            id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
@@ -49,7 +54,7 @@ AS $$
           -- Leave it out: it stays in health's shortfall, and live capture logs it as a failure (54000).
           WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
             AND octet_length(h.task_id) <= 2600
-            AND NOT EXISTS (SELECT 1 FROM @extschema@.task_session_subagents AS r
+            AND NOT EXISTS (SELECT 1 FROM recorded AS r
                              WHERE r.task_session_id = h.task_session_id
                                AND r.tool_call_id = h.tool_call_id)
          ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING

@@ -13,6 +13,7 @@ LOCK TABLE @extschema@.task_session_messages IN SHARE ROW EXCLUSIVE MODE;
 -- renames or changes the signature of a function adds the old signature here.
 DROP FUNCTION IF EXISTS
   @extschema@.subagent_context_installation(),
+  @extschema@.subagent_context_topology(),
   @extschema@.subagent_context_repair(),
   @extschema@.subagent_context_health(),
   @extschema@.subagent_context_window(timestamp),

@@ -4,7 +4,7 @@ import { runner, PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { codeSql, installedCode, quoteIdent, type InstalledCode } from './sql.js';
+import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from './sql.js';
 import { startProgress, type Progress, type ProgressStream } from './progress.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -95,7 +95,7 @@ export async function refreshCode(client: pg.Client, schema: string): Promise<bo
   if (!code || code.current) return false;
   await client.query('BEGIN');
   try {
-    for (const sql of codeSql(schema)) await client.query(sql);
+    for (const statement of transactionStatements(schema, codeSql(schema))) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

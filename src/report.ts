@@ -1,7 +1,7 @@
 // The fan-out report: runs the queries in sql/dashboards/ (the same ones the dashboards use) and renders
 // them as terminal tables and charts, JSON, or one self-contained HTML page. No SQL lives here.
 import type pg from 'pg';
-import { sqlFile } from './sql.js';
+import { quoteIdent, sqlFile } from './sql.js';
 
 /** The report's panels, each one file in sql/dashboards/. */
 export const REPORT_QUERIES = {
@@ -42,7 +42,10 @@ export interface Report {
   by_subagent_type: Array<UsageRow & { subagent_type: string }>;
   by_model: Array<UsageRow & { model: string }>;
   agent_status: Array<{ agent_status: string; subagents: number; usage_reported: number; model_reported: number }>;
-  nesting: Array<{ depth: number | null; subagents: number }>;
+  /** null where the topology cannot answer it (`unavailable` says why). */
+  nesting: Array<{ depth: number | null; subagents: number }> | null;
+  /** Panels left out on this topology, each with the one sentence that says why (SPEC §12). */
+  unavailable: Record<string, string>;
   settlement: { settled: number; outstanding: number; outstanding_async: number; oldest_outstanding_since: string | null; median_seconds_to_settle: Num };
   health: {
     activated: boolean; capture_since: string | null; backfill_through: string | null; shortfall: Num; excess: Num;
@@ -66,9 +69,19 @@ function plain(result: pg.QueryResult): Record<string, unknown>[] {
 /** Runs every report query in one read-only snapshot, so the panels agree with each other. */
 export async function readReport(client: pg.ClientBase, schema: string): Promise<Report> {
   const out: Record<string, unknown> = { schema };
+  const unavailable: Record<string, string> = {};
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
+    const known = await client.query(
+      `SELECT to_regprocedure(format('%I.subagent_context_topology()', $1::text)) IS NOT NULL AS known`, [schema]);
+    const topology = known.rows[0].known
+      ? (await client.query(`SELECT ${quoteIdent(schema)}.subagent_context_topology() AS t`)).rows[0].t : 'plain';
+    if (topology === 'citus') {
+      unavailable.nesting = 'Nesting is not available on Citus: it follows parent links with a recursive query, ' +
+        'which Citus runs over distributed tables only within one session.';
+    }
     for (const [key, file] of Object.entries(REPORT_QUERIES)) {
+      if (unavailable[key]) { out[key] = null; continue; }
       const rows = plain(await client.query(sqlFile(`dashboards/${file}`, schema)));
       const single = ['overview', 'sessions_and_cards', 'settlement', 'health', 'stats'].includes(key);
       out[key] = single ? rows[0] : rows;
@@ -76,6 +89,7 @@ export async function readReport(client: pg.ClientBase, schema: string): Promise
   } finally {
     await client.query('ROLLBACK').catch(() => {});
   }
+  out.unavailable = unavailable;
   return out as unknown as Report;
 }
 
@@ -187,7 +201,8 @@ export function renderText(r: Report, style: Style = noStyle): string {
     r.agent_status.map((s) => [s.agent_status, fmtInt(s.subagents), fmtInt(s.usage_reported), fmtInt(s.model_reported)]), style));
 
   section('Nesting');
-  out.push(table(['', 'subagents'], r.nesting.map((n) => [depthLabel(n.depth), fmtInt(n.subagents)]), style));
+  if (r.nesting === null) out.push(`  ${r.unavailable.nesting}`);
+  else out.push(table(['', 'subagents'], r.nesting.map((n) => [depthLabel(n.depth), fmtInt(n.subagents)]), style));
 
   section('Settled vs outstanding');
   const st = r.settlement;
@@ -310,7 +325,8 @@ ${htmlTable('by-model', ['model', ...usageColumns.map(([c]) => c)], usage(r.by_m
 <h2>By agent status</h2>
 ${svgBarChart('chart-agent-status', 'Subagents per agent-reported status', r.agent_status.map((s) => ({ label: s.agent_status, value: s.subagents })))}
 <h2>Nesting</h2>
-${htmlTable('nesting', ['', 'subagents'], r.nesting.map((n) => [depthLabel(n.depth), fmtInt(n.subagents)]))}
+${r.nesting === null ? `<p id="nesting">${escapeHtml(r.unavailable.nesting)}</p>`
+  : htmlTable('nesting', ['', 'subagents'], r.nesting.map((n) => [depthLabel(n.depth), fmtInt(n.subagents)]))}
 <h2>Settled vs outstanding</h2>
 ${kv('settlement', [
   ['settled', fmtInt(st.settled)], ['outstanding', fmtInt(st.outstanding)], ['outstanding async', fmtInt(st.outstanding_async)],

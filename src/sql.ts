@@ -22,6 +22,7 @@ interface Loader {
   dataSql(schema: string): string[];
   codeSql(schema: string): string[];
   uninstallSql(schema: string): string[];
+  transactionStatements(schema: string, sqls: string[]): string[];
   installedCode(select: (text: string, values?: unknown[]) => Promise<any[]>, schema: string): Promise<InstalledCode | null>;
 }
 
@@ -29,5 +30,5 @@ const loader = (await import(pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'sql.js')
 
 export const {
   PACKAGE_VERSION, CODE_DIGEST, HOST_TABLES, quoteIdent, sqlFile, sqlStatements, dataSql, codeSql, uninstallSql,
-  installedCode,
+  installedCode, transactionStatements,
 } = loader;

@@ -11,6 +11,7 @@
 // Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { splitStatements } from './statements.js';
 
 const SQL_DIR = new URL('../../sql/', import.meta.url);
 
@@ -22,7 +23,7 @@ export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql'];
 /** The code layer, in the order it must be applied (installation.sql last: it records the rest). */
 export const CODE_FILES = [
   'drop-code.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'stats.sql', 'capture.sql', 'backfill.sql',
-  'health.sql', 'installation.sql',
+  'health.sql', 'citus.sql', 'installation.sql',
 ];
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];
@@ -55,6 +56,15 @@ export function sqlFile(file, schema) {
 /** A file's statements, for files that must run one statement at a time (split at `-- statement`). */
 export function sqlStatements(file, schema) {
   return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
+}
+
+/**
+ * SQL files as the statements of one transaction: the topology check first (topology.sql: on Citus it
+ * refuses a wrong layout and sets what Citus needs), then every statement alone (Citus forwards some
+ * DDL's whole query string to its workers, where more than one command fails).
+ */
+export function transactionStatements(schema, sqls) {
+  return [sqlFile('topology.sql', schema), ...sqls].flatMap(splitStatements);
 }
 
 /** The data layer's SQL, one string per file. */

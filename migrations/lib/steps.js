@@ -1,15 +1,21 @@
 // What each migration does, written once. Migration files are frozen: each names one step, and a
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
-import { codeSql, dataSql, installedCode, quoteIdent, sqlStatements, targetSchema, uninstallSql } from './sql.js';
+import {
+  codeSql, dataSql, installedCode, quoteIdent, sqlFile, sqlStatements, targetSchema, transactionStatements, uninstallSql,
+} from './sql.js';
 import { messagesPartitioned, queuePartitionedIndex } from './partitioned-index.js';
+
+const queue = (pgm, schema, sqls) => {
+  for (const statement of transactionStatements(schema, sqls)) pgm.sql(statement);
+};
 
 const select = (pgm) => (text, values) => pgm.db.select(text, values);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
 export async function install(pgm) {
   const schema = await targetSchema(pgm);
-  for (const sql of [...dataSql(schema), ...codeSql(schema)]) pgm.sql(sql);
+  queue(pgm, schema, [...dataSql(schema), ...codeSql(schema)]);
 }
 
 /**
@@ -19,9 +25,8 @@ export async function install(pgm) {
  */
 export async function upgrade(pgm) {
   const schema = await targetSchema(pgm);
-  for (const sql of dataSql(schema)) pgm.sql(sql);
   const code = await installedCode(select(pgm), schema);
-  if (!code?.current) for (const sql of codeSql(schema)) pgm.sql(sql);
+  queue(pgm, schema, [...dataSql(schema), ...(code?.current ? [] : codeSql(schema))]);
 }
 
 /**
@@ -48,7 +53,7 @@ $activate$`);
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
 export async function uninstall(pgm) {
   const schema = await targetSchema(pgm);
-  for (const sql of uninstallSql(schema)) pgm.sql(sql);
+  queue(pgm, schema, [...uninstallSql(schema), sqlFile('topology-uninstall.sql', schema)]);
 }
 
 export async function deactivate(pgm) {
