@@ -20,6 +20,12 @@ export interface HostOptions {
    * with none (for pg_partman's create_parent).
    */
   partitioned?: boolean | 'parent only';
+  /**
+   * On a Citus coordinator: kandev's tables distributed and co-located on task_session_id
+   * (kandev-citus.sql), and the two capture tables created distributed (kandev-citus-capture-tables.sql),
+   * as docs/citus.md has the operator do before `up`; 'host only' leaves the capture tables out.
+   */
+  citus?: boolean | 'host only';
 }
 
 export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: HostOptions = {}) {
@@ -30,6 +36,16 @@ export async function createHostTables(client: pg.Client | pg.PoolClient, schema
     if (opts.partitioned === true) await client.query(fixture('kandev-messages-partitions.sql', schema));
   }
   if (opts.metadataIndexes) await client.query(fixture('kandev-metadata-indexes.sql', schema));
+  if (opts.citus) {
+    // One statement at a time, as psql sends them: Citus runs create_distributed_table and the foreign
+    // keys added after it each in its own transaction. (These files hold no dollar-quoted bodies.)
+    const files = opts.citus === true ? ['kandev-citus.sql', 'kandev-citus-capture-tables.sql'] : ['kandev-citus.sql'];
+    for (const file of files) {
+      for (const statement of fixture(file, schema).split(/;\s*$/m)) {
+        if (statement.replace(/--[^\n]*/g, '').trim()) await client.query(statement);
+      }
+    }
+  }
 }
 
 /** task_session_subagents as kandev >= 0.89 creates it itself, for the adoption paths. */

@@ -69,7 +69,14 @@ BEGIN
     definition := left(definition, strpos(definition, E'\nAS $function$')) || 'AS ' || quote_literal(body);
     EXECUTE definition;
   END LOOP;
+END
+$citus$;
 
+DO $citus_counters$
+BEGIN
+  IF @extschema@.subagent_context_topology() <> 'citus' THEN
+    RETURN;
+  END IF;
   -- The counters: the trigger advances the sequences of the node where it fires (topology.sql created
   -- them on every worker), so a counter is the sum over the coordinator and every worker. A worker
   -- that does not answer fails the read: never a partial sum.
@@ -94,4 +101,4 @@ BEGIN
   END
   $counter$;
 END
-$citus$;
+$citus_counters$;

@@ -1,0 +1,194 @@
+// Citus (SPEC §12, docs/citus.md): kandev's tables distributed and co-located on task_session_id on a real
+// cluster (a coordinator and workers). Every command works there, or refuses in one sentence; above all,
+// health never answers from the coordinator's empty shell tables.
+//
+// Needs a Citus coordinator: CITUS_COORDINATOR_URL=postgres://…; without one this file skips, saying so.
+// Each run works in a schema of its own in that database, and drops it at the end.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { createHostTables, subagentMetadata } from '../kandev/host.js';
+import { up } from '../src/install.js';
+import { buildCli, runCli } from './helpers/cli.js';
+
+const URL_ = process.env.CITUS_COORDINATOR_URL;
+if (!URL_) {
+  console.warn('citus.test.ts skipped: set CITUS_COORDINATOR_URL to a Citus coordinator (docs/citus.md) to run it');
+}
+
+pg.types.setTypeParser(1114, (v: string) => v);
+pg.types.setTypeParser(20, (v: string) => BigInt(v));
+
+const tag = randomBytes(3).toString('hex');
+const S = `sc_citus_${tag}`;        // the installation under test
+const BARE = `sc_citus_bare_${tag}`; // kandev distributed, but the capture tables not created first
+let c: pg.Client;
+let cli = '';
+
+const q = (text: string, values?: unknown[]) => c.query(text, values as any[]);
+const health = async () => (await q(`SELECT * FROM ${S}.subagent_context_health()`)).rows[0];
+const rows = async () => (await q(
+  `SELECT task_session_id, tool_call_id, agent_execution_id, source, subagent_type, agent_status, total_tokens
+     FROM ${S}.task_session_subagents ORDER BY task_session_id, tool_call_id`)).rows;
+const cliRun = (args: string[]) => runCli(cli, [...args, '--database-url', URL_!, '--schema', S]);
+
+/** The worker (host:port) holding the shard of `session` in `table`. */
+async function nodeOf(schema: string, session: string): Promise<string> {
+  const { rows: [r] } = await q(
+    `SELECT s.nodename || ':' || s.nodeport AS node FROM citus_shards AS s
+      WHERE s.table_name = format('%I.task_session_messages', $1::text)::regclass
+        AND s.shardid = get_shard_id_for_distribution_column(format('%I.task_session_messages', $1::text), $2::text)`,
+    [schema, session]);
+  return r.node;
+}
+
+let sessions: string[] = [];  // two sessions whose shards live on two different workers
+
+async function write(id: string, session: string, metadata: string, at = 'now') {
+  const time = at === 'now' ? `(clock_timestamp() AT TIME ZONE 'UTC')` : `'${at}'::timestamp`;
+  await q(`INSERT INTO ${S}.task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+           VALUES ($1, $2, 'task-1', 'turn-' || $2, 'agent', '', 'tool_call', $3, ${time}, ${time})`, [id, session, metadata]);
+}
+
+describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_id', () => {
+  beforeAll(async () => {
+    cli = buildCli('citus');
+    c = new pg.Client(URL_);
+    await c.connect();
+    c.on('notice', () => {});
+    await q(`CREATE SCHEMA ${S}`);
+    await q(`CREATE SCHEMA ${BARE}`);
+    await createHostTables(c, S, { citus: true });
+    await createHostTables(c, BARE, { citus: 'host only' });
+    // Two sessions on two different workers, so capture is seen on more than one node.
+    await q(`INSERT INTO ${S}.tasks VALUES ('task-1', 't', '2026-08-01', '2026-08-01')`);
+    const byNode = new Map<string, string>();
+    for (let i = 0; byNode.size < 2 && i < 64; i++) {
+      const session = `session-${i}`;
+      const node = await nodeOf(S, session);
+      if (!byNode.has(node)) byNode.set(node, session);
+    }
+    sessions = [...byNode.values()];
+    expect(sessions).toHaveLength(2);
+    for (const s of sessions) {
+      await q(`INSERT INTO ${S}.task_sessions VALUES ($1, 'task-1', '2026-08-01', '2026-08-01')`, [s]);
+      await q(`INSERT INTO ${S}.task_session_turns VALUES ('turn-' || $1, $1, 'task-1', '2026-08-01', '2026-08-01', '2026-08-01')`, [s]);
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    if (!c) return;
+    await q(`DROP SCHEMA IF EXISTS ${S} CASCADE`).catch(() => {});
+    await q(`DROP SCHEMA IF EXISTS ${BARE} CASCADE`).catch(() => {});
+    await c.end();
+  });
+
+  it('up refuses, in one sentence and changing nothing, when the capture tables are not distributed first', async () => {
+    const err = await up(c, BARE).then(() => null, (e: Error) => e);
+    expect(err?.message).toMatch(/^subagent-context: on Citus, create task_session_subagents distributed on task_session_id and co-located with task_session_messages before `up`/);
+    expect((await q(`SELECT to_regclass('${BARE}.task_session_subagents') AS t,
+                            to_regprocedure('${BARE}.subagent_context_health()') AS f,
+                            (SELECT count(*)::int FROM pg_trigger WHERE tgrelid = '${BARE}.task_session_messages'::regclass
+                                AND NOT tgisinternal) AS triggers`)).rows[0])
+      .toEqual({ t: null, f: null, triggers: 0 });
+  });
+
+  it('up installs and activates: history from both workers is backfilled', async () => {
+    await write('m-old-0', sessions[0], subagentMetadata({ tool_call_id: 'call-old', status: 'completed',
+      subagent: { subagent_type: 'explorer', total_tokens: 120 } }), '2026-08-01 10:00:00');
+    await write('m-old-1', sessions[1], subagentMetadata({ tool_call_id: 'call-old', status: 'pending',
+      agent_execution_id: 'exec-7', subagent: { status: 'async_launched' } }), '2026-08-01 10:00:00');
+    const result = await up(c, S);
+    expect(result.backfill).toMatchObject({ status: 'activated', inserted: 2 });
+    expect(await rows()).toEqual([
+      { task_session_id: sessions[0], tool_call_id: 'call-old', agent_execution_id: 'unknown', source: 'backfill', subagent_type: 'explorer', agent_status: null, total_tokens: 120n },
+      { task_session_id: sessions[1], tool_call_id: 'call-old', agent_execution_id: 'exec-7', source: 'backfill', subagent_type: null, agent_status: 'async_launched', total_tokens: null },
+    ].sort((a, b) => a.task_session_id.localeCompare(b.task_session_id)));
+    expect(await health()).toMatchObject({ activated: true, shortfall: 0n, status: 'idle' });
+  });
+
+  it('captures on both workers, merges updates, and the counters sum every node', async () => {
+    const before = (await q(`SELECT * FROM ${S}.subagent_context_stats()`)).rows[0];
+    for (const [i, s] of sessions.entries()) {
+      await write(`m-live-${i}`, s, subagentMetadata({ tool_call_id: 'call-live', status: 'pending', subagent: { status: 'async_launched' } }));
+      // (Citus refuses volatile functions in an UPDATE of a distributed table: kandev sends the time.)
+      await q(`UPDATE ${S}.task_session_messages SET metadata = $2, updated_at = $4::timestamp
+                WHERE task_session_id = $1 AND id = $3`,
+        [s, subagentMetadata({ tool_call_id: 'call-live', status: 'completed', subagent: { subagent_type: 'reviewer', status: 'completed', total_tokens: 7 } }), `m-live-${i}`,
+         new Date(Date.now() + 1000).toISOString().replace('T', ' ').replace('Z', '')]);
+    }
+    const live = (await rows()).filter((r) => r.tool_call_id === 'call-live');
+    expect(live).toEqual(sessions.map((s) => ({ task_session_id: s, tool_call_id: 'call-live', agent_execution_id: 'unknown',
+      source: 'live', subagent_type: 'reviewer', agent_status: 'completed', total_tokens: 7n })).sort((a, b) => a.task_session_id.localeCompare(b.task_session_id)));
+    expect(new Set(await Promise.all(sessions.map((s) => nodeOf(S, s)))).size).toBe(2);
+    const after = (await q(`SELECT * FROM ${S}.subagent_context_stats()`)).rows[0];
+    expect(after.attempted - before.attempted).toBe(4n);  // 2 inserts + 2 updates, counted on the workers
+    expect(after.persisted - before.persisted).toBe(4n);
+    expect(await health()).toMatchObject({ shortfall: 0n, excess: 0n, status: 'healthy' });
+  });
+
+  it('health reads the shards: a row deleted on a worker is a shortfall (exit 1), and repair stores it again', async () => {
+    await q(`DELETE FROM ${S}.task_session_subagents WHERE task_session_id = $1 AND tool_call_id = 'call-live'`, [sessions[1]]);
+    expect(await health()).toMatchObject({ shortfall: 1n, status: 'shortfall' });
+    const h = await cliRun(['health', '--json']);
+    expect(h.code).toBe(1);
+    expect(JSON.parse(h.stdout)).toMatchObject({ status: 'shortfall', shortfall: 1 });
+    const r = await cliRun(['repair', '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, shortfall: 0 });
+    expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
+  });
+
+  it('a capture failure on a worker is logged there, counted by health, and the message write commits', async () => {
+    const huge = randomBytes(1500).toString('hex');  // too long for the unique key's btree entry (and incompressible): the upsert raises
+    await write('m-huge', sessions[0], subagentMetadata({ tool_call_id: huge, subagent: {} }));
+    expect((await q(`SELECT count(*)::int AS n FROM ${S}.task_session_messages WHERE id = 'm-huge'`)).rows[0].n).toBe(1);
+    expect((await q(`SELECT task_session_id, sqlstate FROM ${S}.subagent_context_failures`)).rows)
+      .toEqual([{ task_session_id: sessions[0], sqlstate: '54000' }]);
+    expect(await health()).toMatchObject({ failures: 1n, shortfall: 1n, status: 'shortfall' });
+    await q(`DELETE FROM ${S}.task_session_messages WHERE task_session_id = $1 AND id = 'm-huge'`, [sessions[0]]);
+    expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
+  });
+
+  it('report: every panel from the shards; nesting refused in one sentence', async () => {
+    const r = await cliRun(['report', '--json']);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.overview).toMatchObject({ subagents: 4, live: 1, backfill: 3, sessions: 2 });  // one live row was repaired
+    expect(report.nesting).toBeNull();
+    expect(report.unavailable).toEqual({ nesting: expect.stringMatching(/^Nesting is not available on Citus: .*\.$/) });
+    const text = await cliRun(['report']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('Nesting is not available on Citus');
+  });
+
+  it('a second up changes nothing; a code refresh (another release) runs on Citus too', async () => {
+    const second = await up(c, S);
+    expect(second.applied).toEqual([]);
+    expect(second.backfill.status).toBe('already activated');
+    // As if other code were installed (a patch release): up re-applies the code layer, through the
+    // topology check and one statement at a time.
+    await q(`UPDATE pg_proc SET prosrc = replace(prosrc, (SELECT code_digest FROM ${S}.subagent_context_installation()), 'another-release')
+              WHERE oid = '${S}.subagent_context_installation()'::regprocedure`);
+    const refreshed = await up(c, S);
+    expect(refreshed).toMatchObject({ applied: [], upgraded: { to: '0.2.0' } });
+    expect(await health()).toMatchObject({ status: 'healthy', installed_version: '0.2.0' });
+    await write('m-after', sessions[1], subagentMetadata({ tool_call_id: 'call-after', subagent: {} }));
+    expect((await rows()).map((r) => r.tool_call_id)).toContain('call-after');
+  });
+
+  it('uninstall removes the workers\' counters too, and a new up works', async () => {
+    const seqs = async () => (await q(
+      `SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relnamespace = '${S}'::regnamespace
+          AND relname IN ('subagent_context_attempted_seq', 'subagent_context_skipped_no_identity_seq', 'subagent_context_persisted_seq',
+                          'subagent_context_failed_seq', 'subagent_context_anomalous_value_seq', 'subagent_context_unknown_execution_seq')$$)
+        ORDER BY nodeport`)).rows.map((r) => r.result);
+    expect(await seqs()).toEqual(['6', '6']);
+    const u = await cliRun(['uninstall']);
+    expect(u.code).toBe(0);
+    expect(await seqs()).toEqual(['0', '0']);
+    const again = await up(c, S);
+    expect(again.backfill.status).toBe('activated');
+    expect(await health()).toMatchObject({ shortfall: 0n });
+  });
+});
