@@ -150,11 +150,44 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
     expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
   });
 
+  it('the execution id travels in metadata and with SET LOCAL (propagate_set_commands), not set_config', async () => {
+    await write('m-meta', sessions[0], subagentMetadata({ tool_call_id: 'call-exec-meta', agent_execution_id: 'exec-meta', subagent: {} }));
+    await q('BEGIN');
+    await q(`SET LOCAL citus.propagate_set_commands = 'local'`);
+    await q(`SET LOCAL subagent_context.agent_execution_id = 'exec-local'`);
+    await write('m-local', sessions[0], subagentMetadata({ tool_call_id: 'call-exec-local', subagent: {} }));
+    await q('COMMIT');
+    await q('BEGIN');
+    await q(`SELECT set_config('subagent_context.agent_execution_id', 'exec-config', true)`);
+    await write('m-config', sessions[0], subagentMetadata({ tool_call_id: 'call-exec-config', subagent: {} }));
+    await q('COMMIT');
+    const exec = (await rows()).filter((r) => r.tool_call_id.startsWith('call-exec-'))
+      .map((r) => [r.tool_call_id, r.agent_execution_id]);
+    // set_config() stays on the coordinator; the trigger fires on the worker and sees no setting.
+    expect(exec).toEqual([['call-exec-config', 'unknown'], ['call-exec-local', 'exec-local'], ['call-exec-meta', 'exec-meta']]);
+  });
+
+  it('a shard moved to another worker keeps its trigger and capture', async () => {
+    const { rows: [shard] } = await q(
+      `SELECT s.shardid, s.nodename, s.nodeport FROM citus_shards AS s
+        WHERE s.table_name = '${S}.task_session_messages'::regclass
+          AND s.shardid = get_shard_id_for_distribution_column('${S}.task_session_messages', $1::text)`, [sessions[0]]);
+    const { rows: [target] } = await q(
+      `SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND shouldhaveshards AND noderole = 'primary'
+          AND (nodename, nodeport) <> ($1, $2) ORDER BY nodeport LIMIT 1`, [shard.nodename, shard.nodeport]);
+    await q(`SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => 'block_writes')`,
+      [shard.shardid, shard.nodename, shard.nodeport, target.nodename, target.nodeport]);
+    expect(await nodeOf(S, sessions[0])).toBe(`${target.nodename}:${target.nodeport}`);
+    await write('m-moved', sessions[0], subagentMetadata({ tool_call_id: 'call-moved', subagent: { subagent_type: 'mover' } }));
+    expect((await rows()).find((r) => r.tool_call_id === 'call-moved')).toMatchObject({ task_session_id: sessions[0], subagent_type: 'mover' });
+    expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
+  });
+
   it('report: every panel from the shards; nesting refused in one sentence', async () => {
     const r = await cliRun(['report', '--json']);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout);
-    expect(report.overview).toMatchObject({ subagents: 4, live: 1, backfill: 3, sessions: 2 });  // one live row was repaired
+    expect(report.overview).toMatchObject({ subagents: 8, live: 5, backfill: 3, sessions: 2 });  // one live row was repaired
     expect(report.nesting).toBeNull();
     expect(report.unavailable).toEqual({ nesting: expect.stringMatching(/^Nesting is not available on Citus: .*\.$/) });
     const text = await cliRun(['report']);
@@ -184,7 +217,18 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
                           'subagent_context_failed_seq', 'subagent_context_anomalous_value_seq', 'subagent_context_unknown_execution_seq')$$)
         ORDER BY nodeport`)).rows.map((r) => r.result);
     expect(await seqs()).toEqual(['6', '6']);
+    // The shard move above left its source copy, with the trigger, until Citus's cleaner drops it.
+    if ((await q(`SELECT count(*)::int AS n FROM pg_dist_cleanup`)).rows[0].n > 0) {
+      const refused = await cliRun(['uninstall']);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('run CALL citus_cleanup_orphaned_resources() on the coordinator, then uninstall again');
+      expect(await seqs()).toEqual(['6', '6']);  // nothing was changed
+    } else {
+      console.warn('citus.test.ts: Citus had already dropped the moved shard\'s source; the uninstall refusal was not exercised');
+    }
+    await q(`CALL citus_cleanup_orphaned_resources()`);
     const u = await cliRun(['uninstall']);
+    expect(u.stderr).toBe('');
     expect(u.code).toBe(0);
     expect(await seqs()).toEqual(['0', '0']);
     const again = await up(c, S);

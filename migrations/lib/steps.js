@@ -53,7 +53,8 @@ $activate$`);
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
 export async function uninstall(pgm) {
   const schema = await targetSchema(pgm);
-  queue(pgm, schema, [...uninstallSql(schema), sqlFile('topology-uninstall.sql', schema)]);
+  queue(pgm, schema, [sqlFile('topology-uninstall.sql', schema), ...uninstallSql(schema),
+    sqlFile('topology-uninstall-workers.sql', schema)]);
 }
 
 export async function deactivate(pgm) {
