@@ -1,5 +1,7 @@
--- Code layer on Citus (SPEC §12; docs/citus.md), after the other code files, before installation.sql.
--- Nothing on a plain server, or where task_session_messages is not a distributed table.
+-- Topology, in the code layer (after the other code files, before installation.sql; docs/citus.md).
+-- Internal: subagent_context_topology() (which layout the report goes by), and on Citus only the
+-- conversion below. Nothing else changes on a plain server, or where task_session_messages is not a
+-- distributed table.
 --
 -- Citus cannot plan a query against a distributed table inside a LANGUAGE sql function that takes
 -- parameters: called directly it fails ("could not create distributed plan"), and where PostgreSQL

@@ -1,6 +1,6 @@
--- Health's index on task_session_messages when kandev partitions that table (SPEC §12). PostgreSQL refuses
--- CREATE INDEX CONCURRENTLY on a partitioned table, and a plain CREATE INDEX would hold every writer of
--- every partition for a whole scan. So, without a long lock:
+-- Health's index on task_session_messages when kandev partitions that table (data layer; internal;
+-- docs/partitioning.md). PostgreSQL refuses CREATE INDEX CONCURRENTLY on a partitioned table, and a
+-- plain CREATE INDEX would hold every writer of every partition for a whole scan. So, without a long lock:
 --   1. the index is created ON ONLY the partitioned table: catalog only, INVALID until complete;
 --   2. each partition's index is built with CREATE INDEX CONCURRENTLY (writers go on);
 --   3. each is attached (ALTER INDEX … ATTACH PARTITION); the parent index turns valid with the last one.

@@ -1,4 +1,4 @@
--- Topology (SPEC §12), first in every install, upgrade and uninstall transaction. On a plain server or a
+-- Topology check, internal, first in every install, upgrade and uninstall transaction. On a plain server or a
 -- partitioned table it does nothing. On Citus (docs/citus.md), where kandev's task_session_messages is a
 -- distributed table, it checks that the tables capture writes are distributed and co-located with it
 -- (the trigger fires on the worker holding a message's shard and writes next to it), and refuses with
