@@ -7,8 +7,12 @@
 // previous, current and next month. Tests pin capture_since to the start of the current month, so the
 // previous month and history are "before capture" and everything from the current month on is "since".
 import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
+import { installRelease, RELEASES } from './helpers/releases.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
 
 const db = await freshDatabase('partitioned');
 
@@ -309,5 +313,50 @@ describe('repeated and interrupted activation', () => {
     expect(second.applied).toEqual([]);
     expect(second.backfill.status).toBe('already activated');
     expect(await catalogSnapshot('again')).toEqual(before);
+  });
+});
+
+describe('upgrades and plain node-pg-migrate on a partitioned host', () => {
+  it.each(RELEASES)('from $version, whose activation failed there: backfill by hand, then up completes it and keeps everything', async (release) => {
+    const schema = `up_${release.version.replaceAll('.', '_')}`;
+    await db.createHost(schema, { partitioned: true });
+    const ids = await createTurn(db.pool as any, schema, schema, at(-30));
+    await insertMessage(db.pool as any, schema, { id: 'hist', session: ids.session, task: ids.task, turn: ids.turn,
+      metadata: frame('call-hist'), created_at: at(-30) });
+    // What the field saw (issue 11): the install committed, the activation's CREATE INDEX CONCURRENTLY failed.
+    const failed = await installRelease(release, db.url, schema).then(() => null, (e: Error) => e.message);
+    expect(failed).toMatch(/cannot create index on partitioned table "task_session_messages" concurrently/);
+    expect((await db.query(`SELECT count(*)::int AS n FROM "${schema}".subagent_context_migrations`)).rows[0].n).toBe(1);
+    const backfilled = (await db.query(`SELECT status FROM "${schema}".subagent_context_backfill()`)).rows[0];
+    expect(backfilled.status).toBe('activated');
+    await insertMessage(db.pool as any, schema, { id: 'live', session: ids.session, task: ids.task, turn: ids.turn,
+      metadata: frame('call-live'), created_at: at(0, '12:00:00') });
+    const keep = async () => ({
+      keys: (await db.query(`SELECT key, value FROM "${schema}".kandev_meta ORDER BY key`)).rows,
+      rows: (await db.query(`SELECT id, tool_call_id, source FROM "${schema}".task_session_subagents ORDER BY tool_call_id`)).rows,
+    });
+    const before = await keep();
+    expect(before.rows.map((r) => [r.tool_call_id, r.source])).toEqual([['call-hist', 'backfill'], ['call-live', 'live']]);
+
+    const result = await db.up(schema);
+    expect(result.backfill.status).toBe('already activated');
+    expect(await keep()).toEqual(before);
+    expect((await parentIndex(schema))).toMatchObject({ relkind: 'I', valid: true });
+    expect((await partitionIndexes(schema)).every((l) => l.valid && l.attached_to === 'subagent_context_recent_messages_idx')).toBe(true);
+    const snapshot = await catalogSnapshot(schema);
+    expect((await db.up(schema)).applied).toEqual([]);
+    expect(await catalogSnapshot(schema)).toEqual(snapshot);
+  });
+
+  it('plain node-pg-migrate up (one transaction by default) installs and activates a partitioned host', async () => {
+    await db.createHost('npm_parts', { partitioned: true });
+    const out = await promisify(execFile)('npx', ['--no-install', 'node-pg-migrate', 'up', '-m', 'migrations',
+      '--migrations-table', 'subagent_context_migrations', '--schema', 'npm_parts'], {
+      cwd: PACKAGE_ROOT, env: { ...process.env, DATABASE_URL: db.url }, timeout: 120_000,
+    });
+    expect(out.stdout).toContain('1764680000001_activate');
+    expect((await health('npm_parts')).activated).toBe(true);
+    expect(await parentIndex('npm_parts')).toMatchObject({ relkind: 'I', valid: true });
+    expect((await partitionIndexes('npm_parts')).every((l) => l.valid && l.attached_to === 'subagent_context_recent_messages_idx')).toBe(true);
   });
 });
