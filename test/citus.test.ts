@@ -183,11 +183,41 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
     expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
   });
 
+  it('8 concurrent writers on both workers: every frame captured, no error, one row per key', async () => {
+    const writers = await Promise.all(Array.from({ length: 8 }, async () => {
+      const w = new pg.Client(URL_);
+      await w.connect();
+      w.on('notice', () => {});
+      return w;
+    }));
+    const stamp = (n: number) => new Date(Date.now() + n).toISOString().replace('T', ' ').replace('Z', '');
+    try {
+      await Promise.all(writers.map(async (w, i) => {
+        for (let k = 0; k < 10; k++) {
+          const session = sessions[(i + k) % 2];
+          const call = `call-conc-${k % 5}`;  // writers collide on the same 5 keys per session
+          const id = `m-conc-${i}-${k}`;
+          await w.query(`INSERT INTO ${S}.task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+                         VALUES ($1, $2, 'task-1', 'turn-' || $2, 'agent', '', 'tool_call', $3, $4::timestamp, $4::timestamp)`,
+            [id, session, subagentMetadata({ tool_call_id: call, subagent: { status: 'async_launched' } }), stamp(k)]);
+          await w.query(`UPDATE ${S}.task_session_messages SET metadata = $3, updated_at = $4::timestamp WHERE task_session_id = $1 AND id = $2`,
+            [session, id, subagentMetadata({ tool_call_id: call, status: 'completed', subagent: { total_tokens: 10 + i } }), stamp(k + 1)]);
+        }
+      }));
+    } finally {
+      await Promise.all(writers.map((w) => w.end()));
+    }
+    const conc = (await rows()).filter((r) => r.tool_call_id.startsWith('call-conc-'));
+    expect(conc).toHaveLength(10);  // 5 keys in each of the 2 sessions
+    expect(conc.every((r) => r.total_tokens !== null && r.source === 'live')).toBe(true);
+    expect(await health()).toMatchObject({ shortfall: 0n, failures: 1n, status: 'healthy' });  // (the one failure above)
+  });
+
   it('report: every panel from the shards; nesting refused in one sentence', async () => {
     const r = await cliRun(['report', '--json']);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout);
-    expect(report.overview).toMatchObject({ subagents: 8, live: 5, backfill: 3, sessions: 2 });  // one live row was repaired
+    expect(report.overview).toMatchObject({ subagents: 18, live: 15, backfill: 3, sessions: 2 });  // one live row was repaired
     expect(report.nesting).toBeNull();
     expect(report.unavailable).toEqual({ nesting: expect.stringMatching(/^Nesting is not available on Citus: .*\.$/) });
     const text = await cliRun(['report']);
