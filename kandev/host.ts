@@ -1,6 +1,9 @@
 // kandev's side of the database, for the demo, tests and benchmarks: the host tables (a fixture, never
 // a product migration) and message writes shaped like kandev's (SPEC §2).
 import type pg from 'pg';
+
+/** Anything that runs a query: a client, a pool's client, or the pool itself. */
+export type Queryable = pg.ClientBase | pg.Pool;
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { quoteIdent } from '../src/sql.js';
@@ -28,7 +31,7 @@ export interface HostOptions {
   citus?: boolean | 'host only';
 }
 
-export async function createHostTables(client: pg.Client | pg.PoolClient, schema: string, opts: HostOptions = {}) {
+export async function createHostTables(client: Queryable, schema: string, opts: HostOptions = {}) {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
   await client.query(fixture('kandev-host.sql', schema));
   if (opts.partitioned) {
@@ -49,7 +52,7 @@ export async function createHostTables(client: pg.Client | pg.PoolClient, schema
 }
 
 /** task_session_subagents as kandev >= 0.89 creates it itself, for the adoption paths. */
-export async function createKandevSubagentTable(client: pg.ClientBase, schema: string) {
+export async function createKandevSubagentTable(client: Queryable, schema: string) {
   await client.query(fixture('kandev-subagents-table.sql', schema));
 }
 
@@ -75,7 +78,7 @@ export function subagentMetadata(frame: SubagentFrame): string {
 }
 
 /** Creates a task, a session and a turn (ids derived from `key`); returns their ids. */
-export async function createTurn(client: pg.ClientBase, schema: string, key: string, at = '2026-08-12 09:00:00') {
+export async function createTurn(client: Queryable, schema: string, key: string, at = '2026-08-12 09:00:00') {
   const s = quoteIdent(schema);
   const ids = { task: `task-${key}`, session: `session-${key}`, turn: `turn-${key}` };
   await client.query(`INSERT INTO ${s}.tasks (id, title, created_at, updated_at) VALUES ($1, $1, $2, $2) ON CONFLICT DO NOTHING`, [ids.task, at]);
@@ -96,7 +99,7 @@ export interface MessageWrite {
 }
 
 /** INSERT a message row (kandev's first write of a tool call). */
-export async function insertMessage(client: pg.ClientBase, schema: string, m: MessageWrite) {
+export async function insertMessage(client: Queryable, schema: string, m: MessageWrite) {
   const s = quoteIdent(schema);
   await client.query(
     `INSERT INTO ${s}.task_session_messages
@@ -107,7 +110,7 @@ export async function insertMessage(client: pg.ClientBase, schema: string, m: Me
 }
 
 /** UPDATE a message row in place (every later frame rewrites the whole metadata). */
-export async function updateMessage(client: pg.ClientBase, schema: string, id: string, metadata: string | null, updatedAt: string) {
+export async function updateMessage(client: Queryable, schema: string, id: string, metadata: string | null, updatedAt: string) {
   const s = quoteIdent(schema);
   await client.query(`UPDATE ${s}.task_session_messages SET metadata = $2, updated_at = $3 WHERE id = $1`, [id, metadata, updatedAt]);
 }

@@ -84,4 +84,4 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then((code) => { process.exitCode = code; });
+void main(process.argv.slice(2)).then((code) => { process.exitCode = code; });

@@ -23,7 +23,7 @@ interface Loader {
   codeSql(schema: string): string[];
   uninstallSql(schema: string): string[];
   transactionStatements(schema: string, sqls: string[]): string[];
-  installedCode(select: (text: string, values?: unknown[]) => Promise<any[]>, schema: string): Promise<InstalledCode | null>;
+  installedCode(select: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, schema: string): Promise<InstalledCode | null>;
 }
 
 const loader = (await import(pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'sql.js')).href)) as Loader;

@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
@@ -33,9 +32,9 @@ async function atOrAfter(key: string, sample: string): Promise<boolean> {
 }
 
 async function history(schema: string, key: string, created: string[]) {
-  const t = await createTurn(db.pool as any, schema, key);
+  const t = await createTurn(db.pool, schema, key);
   for (const [i, at] of created.entries()) {
-    await insertMessage(db.pool as any, schema, { id: `${key}-${i}`, session: t.session, task: t.task, turn: t.turn,
+    await insertMessage(db.pool, schema, { id: `${key}-${i}`, session: t.session, task: t.task, turn: t.turn,
       created_at: at, metadata: subagentMetadata({ tool_call_id: `toolu_${key}_${i}`, status: 'pending' }) });
   }
   return t;
@@ -50,7 +49,7 @@ describe('activation on a store with history', async () => {
   await db.createHost('k1');
   const t = await history('k1', 'a', ['2026-08-12 09:00:00', '2026-08-12 09:00:02.123456', '2026-08-12 08:59:59']);
   // A newer message that does not qualify for lack of identity does not move backfill_through.
-  await insertMessage(db.pool as any, 'k1', { id: 'a-anon', session: t.session, task: t.task, turn: t.turn,
+  await insertMessage(db.pool, 'k1', { id: 'a-anon', session: t.session, task: t.task, turn: t.turn,
     created_at: '2026-08-12 10:00:00', metadata: subagentMetadata({ status: 'pending' }) });
   const before = await clockSample();
   const first = await db.up('k1');
@@ -93,10 +92,10 @@ describe('activation on a store with history', async () => {
 
 describe('activation on a store without qualifying history', async () => {
   await db.createHost('k2');
-  const t = await createTurn(db.pool as any, 'k2', 'e');
-  await insertMessage(db.pool as any, 'k2', { id: 'e-plain', session: t.session, task: t.task, turn: t.turn,
+  const t = await createTurn(db.pool, 'k2', 'e');
+  await insertMessage(db.pool, 'k2', { id: 'e-plain', session: t.session, task: t.task, turn: t.turn,
     metadata: '{}', type: 'message' });
-  await insertMessage(db.pool as any, 'k2', { id: 'e-broken', session: t.session, task: t.task, turn: t.turn,
+  await insertMessage(db.pool, 'k2', { id: 'e-broken', session: t.session, task: t.task, turn: t.turn,
     metadata: '{"normalized":{"kind":"subagent_task"' });
   const result = await db.up('k2');
 
@@ -152,7 +151,7 @@ describe('a backfill that fails', async () => {
   await db.install('k4');
   const client = await db.connect();
   const warnings: string[] = [];
-  client.on('notice', (n: pg.NoticeMessage) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); });
+  client.on('notice', (n) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); });
 
   const sabotage = async (table: string, errcode: string) => {
     await db.query(`CREATE FUNCTION k4.sabotage() RETURNS trigger LANGUAGE plpgsql AS

@@ -25,7 +25,7 @@ function backfilled(t: { session: string; task: string; turn: string }, over: Re
 
 describe('history written before installation', async () => {
   await db.createHost();
-  const c = db.pool as any;
+  const c = db.pool;
   const h = await createTurn(c, 'public', 'h');
   const msg = (id: string, metadata: string | null, created_at: string, updated_at = created_at,
                extra: { task?: string | null } = {}) =>
@@ -115,7 +115,7 @@ describe('history written before installation', async () => {
 
 describe('a live row that exists before the backfill', async () => {
   await db.createHost('live');
-  const c = db.pool as any;
+  const c = db.pool;
   const t = await createTurn(c, 'live', 'l');
   // History, newer than the live write of the same key, and one other key only history knows.
   await insertMessage(c, 'live', { id: 'm-history', session: t.session, task: t.task, turn: t.turn,

@@ -9,8 +9,8 @@ await db.up();
 
 describe('an async_launched subagent message', () => {
   it('maps every column, leaves the unreported metrics NULL (not 0)', async () => {
-    const t = await createTurn(db.pool as any, 'public', 'a');
-    await insertMessage(db.pool as any, 'public', {
+    const t = await createTurn(db.pool, 'public', 'a');
+    await insertMessage(db.pool, 'public', {
       id: 'm1', session: t.session, task: t.task, turn: t.turn,
       created_at: '2026-08-12 09:00:00.123456', updated_at: '2026-08-12 09:00:01.5',
       metadata: subagentMetadata({

@@ -35,7 +35,7 @@ describe('help', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(new RegExp(`^subagent-context ${c}\\b`));
-    expect(r.stdout).toMatch(/^Examples?:\n(  .+\n?)+/m);
+    expect(r.stdout).toMatch(/^Examples?:\n( {2}.+\n?)+/m);
     expect(r.stdout).toContain(c === 'demo' ? 'npm start' : `subagent-context ${c}`);
   });
 

@@ -2,7 +2,7 @@
 // key give one row whatever the commit order, and writers of different keys never lose each other's rows").
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase, type Notice } from './helpers/database.js';
 import { createTurn, subagentMetadata, type SubagentFrame } from '../kandev/host.js';
 import { seededRandom } from '../kandev/random.js';
 
@@ -14,7 +14,7 @@ const writers: pg.Client[] = [];
 for (let i = 0; i < 16; i++) writers.push(await db.connect());
 
 type Stats = Record<'attempted' | 'skipped_no_identity' | 'persisted' | 'failed' | 'anomalous_value' | 'unknown_execution', bigint>;
-const stats = async (): Promise<Stats> => (await db.query('SELECT * FROM subagent_context_stats()')).rows[0];
+const stats = async (): Promise<Stats> => (await db.query<Stats>('SELECT * FROM subagent_context_stats()')).rows[0];
 const delta = (a: Stats, b: Stats) =>
   Object.fromEntries(Object.keys(b).map((k) => [k, Number(b[k as keyof Stats] - a[k as keyof Stats])]));
 
@@ -49,7 +49,7 @@ const MERGED = {
 
 describe('eight writers, one key', () => {
   it('each with its own message row: every write commits, one row, nothing lost', async () => {
-    const t = await createTurn(db.pool as any, 'public', 'one-own');
+    const t = await createTurn(db.pool, 'public', 'one-own');
     const before = await stats();
     await Promise.all(writers.slice(0, 8).map(async (c, i) => {
       const c8 = CONTRIBUTION[i];
@@ -74,7 +74,7 @@ describe('eight writers, one key', () => {
   });
 
   it('all updating the same message row after settlement: tool_status stays, updated_at never goes back', async () => {
-    const t = await createTurn(db.pool as any, 'public', 'one-same');
+    const t = await createTurn(db.pool, 'public', 'one-same');
     await db.query(INSERT, ['same', t.session, t.task, t.turn,
       subagentMetadata({ tool_call_id: 'toolu_same', status: 'completed', subagent: { total_tokens: 1 } }), at(0), at(30)]);
     const before = await stats();
@@ -111,7 +111,7 @@ describe('eight writers, one key', () => {
 describe('fan-out: distinct keys written at once', () => {
   for (const n of [3, 4, 5, 8]) {
     it(`${n} subagents of one turn on ${n} connections: all ${n} rows`, async () => {
-      const t = await createTurn(db.pool as any, 'public', `fan-${n}`);
+      const t = await createTurn(db.pool, 'public', `fan-${n}`);
       await Promise.all(writers.slice(0, n).map(async (c, k) => {
         const id = `fan${n}-${k}`;
         await c.query('BEGIN');
@@ -139,7 +139,7 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
     const p = `mix${seed}`;
     const rand = prng(seed);
     const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
-    const sessions = await Promise.all([0, 1, 2, 3, 4, 5].map((s) => createTurn(db.pool as any, 'public', `${p}-${s}`)));
+    const sessions = await Promise.all([0, 1, 2, 3, 4, 5].map((s) => createTurn(db.pool, 'public', `${p}-${s}`)));
 
     // A call = one message row owned by one writer: a launch INSERT, then 2–3 UPDATEs. A shared key is
     // written through two message rows by two writers (as when kandev rewrites a call under a new
@@ -224,7 +224,7 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
     const before = await stats();
     const failuresBefore = Number((await db.query('SELECT count(*) FROM subagent_context_failures')).rows[0].count);
     const warnings: string[] = [];
-    const onNotice = (n: any) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); };
+    const onNotice = (n: Notice) => { if (n.severity === 'WARNING') warnings.push(n.message ?? ''); };
     writers.forEach((c) => c.on('notice', onNotice));
     const outcomes = await Promise.allSettled(writers.map(async (c, w) => {
       for (const tx of plans[w]) {
@@ -261,7 +261,7 @@ describe('sixteen writers, mixed frames, seeded interleaving', () => {
 
 describe('a forced deadlock inside capture', () => {
   it('is caught: both message transactions commit, the victim frame is logged as 40P01', async () => {
-    const t = await createTurn(db.pool as any, 'public', 'deadlock');
+    const t = await createTurn(db.pool, 'public', 'deadlock');
     const meta = (key: string, sub: Record<string, unknown>) =>
       subagentMetadata({ tool_call_id: key, status: 'in_progress', subagent: sub });
     // Two message rows per key (K1: m1, m4; K2: m2, m3), so the host rows never conflict: only capture's
@@ -271,8 +271,8 @@ describe('a forced deadlock inside capture', () => {
     }
     const [c1, c2] = [writers[0], writers[1]];
     const notices: Array<{ client: number; message: string }> = [];
-    const l1 = (n: any) => n.severity === 'WARNING' && notices.push({ client: 1, message: n.message });
-    const l2 = (n: any) => n.severity === 'WARNING' && notices.push({ client: 2, message: n.message });
+    const l1 = (n: Notice) => n.severity === 'WARNING' && notices.push({ client: 1, message: n.message ?? '' });
+    const l2 = (n: Notice) => n.severity === 'WARNING' && notices.push({ client: 2, message: n.message ?? '' });
     c1.on('notice', l1);
     c2.on('notice', l2);
     const before = await stats();

@@ -15,9 +15,13 @@ const SCHEMA = 'kandev app'; // a schema name that needs quoting
 const db = await freshDatabase('dashboards');
 await seedReportFixture(db, SCHEMA);
 
-const builder: { buildDashboard(): any; grafanaSql(file: string): string } =
+/** The parts of a Grafana dashboard this test reads. */
+interface Dashboard {
+  panels: Array<{ title: string; type: string; datasource?: { type: string }; targets?: Array<{ format: string; rawSql: string }> }>;
+}
+const builder: { buildDashboard(): Dashboard; grafanaSql(file: string): string } =
   await import(join(DIR, 'build-grafana-dashboard.mjs'));
-const dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8'));
+const dashboard: Dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8'));
 const sqlFiles = readdirSync(DIR).filter((f) => f.endsWith('.sql')).sort();
 
 // Grafana's PostgreSQL macros for a fixed range, 2099-01-01 00:00 to 01:00 UTC.
@@ -34,7 +38,7 @@ function substituteGrafana(sql: string, schema: string): string {
 }
 
 const targets = (): Array<{ title: string; format: string; rawSql: string }> =>
-  dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => ({ title: p.title, format: t.format, rawSql: t.rawSql })));
+  dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ title: p.title, format: t.format, rawSql: t.rawSql })));
 
 describe('sql/dashboards', () => {
   it('every query file runs and returns rows on the seeded database', async () => {
@@ -78,7 +82,7 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
       used.add(file!);
     }
     expect([...used].sort()).toEqual(sqlFiles.filter((f) => f !== 'metrics.sql'));
-    expect(dashboard.panels.every((p: any) => p.type === 'row' || p.datasource?.type === 'grafana-postgresql-datasource')).toBe(true);
+    expect(dashboard.panels.every((p) => p.type === 'row' || p.datasource?.type === 'grafana-postgresql-datasource')).toBe(true);
   });
 
   it('every panel query runs with the macros substituted; the hourly series counts the live subagents', async () => {

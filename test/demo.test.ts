@@ -7,6 +7,10 @@ import pg from 'pg';
 import { buildCli, runCli } from './helpers/cli.js';
 import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import type { Report } from '../src/report.js';
+
+/** The one JSON object `demo --json` prints (the parts this test reads). */
+interface DemoResult { database_url: string; install: { backfill: unknown }; health: unknown; stats: unknown; report: Report }
 
 const cli = buildCli('demo');
 const children: ChildProcess[] = [];
@@ -39,12 +43,12 @@ describe('demo', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     let out = '', err = '';
     child.stderr!.on('data', (c) => { err += c; });
-    const result = await new Promise<any>((resolve, reject) => {
+    const result = await new Promise<DemoResult>((resolve, reject) => {
       child.stdout!.on('data', (c) => {
         out += c;
         try { resolve(JSON.parse(out)); } catch { /* not complete yet */ }
       });
-      exited.then((code) => reject(new Error(`demo exited (${code}) before printing its JSON: ${err}`)));
+      void exited.then((code) => reject(new Error(`demo exited (${code}) before printing its JSON: ${err}`)));
     });
     await new Promise<void>((resolve) => {
       const check = () => (err.includes('press Ctrl-C') ? resolve() : setTimeout(check, 50));

@@ -9,7 +9,7 @@ import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../k
 const db = await freshDatabase('execution_identity');
 await db.createHost();
 await db.up();
-const pool = db.pool as any;
+const pool = db.pool;
 const client = await db.connect();
 
 async function rowsOf(session: string) {

@@ -2,10 +2,9 @@
 // whatever excess exists; the CLI's exit status is 0 healthy/idle, 1 shortfall, 2 not activated or
 // trigger off; repair brings the shortfall back to 0 without touching existing rows.
 import { beforeAll, describe, expect, it } from 'vitest';
-import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { buildCli, runCli, type CliResult } from './helpers/cli.js';
-import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../kandev/host.js';
 import { PACKAGE_VERSION } from '../src/sql.js';
 
 const db = await freshDatabase('health');
@@ -20,10 +19,10 @@ async function activated(schema: string, since = SINCE) {
   const result = await db.up(schema);
   expect(result.backfill.status).toBe('activated');
   await db.query(`UPDATE "${schema}".kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [since]);
-  return createTurn(db.pool as any, schema, schema);
+  return createTurn(db.pool, schema, schema);
 }
 
-async function health(schema: string, client: pg.ClientBase = db.pool as any) {
+async function health(schema: string, client: Queryable = db.pool) {
   const { rows } = await client.query(`SELECT * FROM "${schema}".subagent_context_health()`);
   return rows[0];
 }
@@ -49,7 +48,7 @@ const frame = (tool_call_id: string) => subagentMetadata({ tool_call_id, status:
 describe('after live writes only', async () => {
   const t = await activated('live');
   const at = (id: string, created_at: string) =>
-    insertMessage(db.pool as any, 'live', { id, session: t.session, task: t.task, turn: t.turn, created_at, metadata: frame(`toolu_${id}`) });
+    insertMessage(db.pool, 'live', { id, session: t.session, task: t.task, turn: t.turn, created_at, metadata: frame(`toolu_${id}`) });
   await at('before', '2029-12-31 23:59:59');
   await at('a', '2030-01-01 00:00:01');
   await at('b', '2030-01-01 00:00:02.5');
@@ -112,7 +111,7 @@ describe('idle: activated, nothing written since', async () => {
 
 describe('a missed subagent beside a standing excess', async () => {
   const t = await activated('miss');
-  const c = db.pool as any;
+  const c = db.pool;
   await insertMessage(c, 'miss', { id: 'kept', session: t.session, task: t.task, turn: t.turn,
     created_at: '2030-01-01 00:00:01', metadata: frame('toolu_kept') });
   await insertMessage(c, 'miss', { id: 'gone', session: t.session, task: t.task, turn: t.turn,
@@ -151,7 +150,7 @@ describe('a missed subagent beside a standing excess', async () => {
     expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, shortfall: 0 });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
-    const { id, ...repaired } = after.find((row) => row.tool_call_id === 'toolu_missed');
+    const [{ id, ...repaired }] = after.filter((row) => row.tool_call_id === 'toolu_missed');
     expect(repaired).toEqual({
       task_session_id: t.session, task_id: t.task, turn_id: t.turn, tool_call_id: 'toolu_missed',
       agent_execution_id: 'unknown', parent_tool_call_id: null, subagent_type: 'explorer', description: null,
@@ -190,8 +189,8 @@ describe('under another session TimeZone', async () => {
   // Within 14 hours either side of capture_since: any time-zone shift would move them across it.
   await writeUncaptured('zone', m('after', '2030-01-01 00:00:01'));
   await writeUncaptured('zone', m('before', '2029-12-31 13:00:00'));
-  await insertMessage(db.pool as any, 'zone', m('live', '2030-01-01 10:00:00'));
-  await insertMessage(db.pool as any, 'zone', m('live-before', '2029-12-31 23:00:00'));
+  await insertMessage(db.pool, 'zone', m('live', '2030-01-01 10:00:00'));
+  await insertMessage(db.pool, 'zone', m('live-before', '2029-12-31 23:00:00'));
 
   it("gives identical numbers under UTC and Pacific/Kiritimati (UTC+14), and for a key without a zone", async () => {
     const utc = await db.connect();
@@ -230,7 +229,7 @@ describe('metadata that is not a subagent document', async () => {
 
 describe('not activated, trigger off, not installed: exit 2', async () => {
   const t = await activated('off');
-  await insertMessage(db.pool as any, 'off', { id: 'x', session: t.session, task: t.task, turn: t.turn,
+  await insertMessage(db.pool, 'off', { id: 'x', session: t.session, task: t.task, turn: t.turn,
     created_at: '2030-01-01 00:00:01', metadata: frame('toolu_x') });
 
   it('reports a disabled trigger', async () => {
@@ -283,13 +282,13 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
 
 describe('a tool_call_id reused after activation in the same session (SPEC §10 limit)', async () => {
   await db.createHost('reuse');
-  const t = await createTurn(db.pool as any, 'reuse', 'reuse');
-  await insertMessage(db.pool as any, 'reuse', { id: 'first', session: t.session, task: t.task, turn: t.turn,
+  const t = await createTurn(db.pool, 'reuse', 'reuse');
+  await insertMessage(db.pool, 'reuse', { id: 'first', session: t.session, task: t.task, turn: t.turn,
     created_at: '2026-01-01 00:00:00', metadata: frame('toolu_again') });
   await db.up('reuse');
   await db.query(`UPDATE reuse.kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [SINCE]);
   // The later message merges into the backfilled row, whose observed_at (write-once) predates activation.
-  await insertMessage(db.pool as any, 'reuse', { id: 'second', session: t.session, task: t.task, turn: t.turn,
+  await insertMessage(db.pool, 'reuse', { id: 'second', session: t.session, task: t.task, turn: t.turn,
     created_at: '2030-01-01 00:00:01', metadata: frame('toolu_again') });
 
   it('stays a shortfall that repair cannot clear, and repair says so', async () => {

@@ -165,7 +165,7 @@ function derive(metadata: string | null, m: Message, updated: string): Outcome {
 }
 
 /** SPEC §6, for a stored row and an incoming derived row. */
-function merge(stored: Record<string, any> | null, incoming: Record<string, any>): Record<string, any> {
+function merge(stored: Record<string, unknown> | null, incoming: Record<string, unknown>): Record<string, unknown> {
   if (!stored) return incoming;
   const r = { ...stored };
   r.turn_id = stored.turn_id ?? incoming.turn_id;
@@ -173,8 +173,8 @@ function merge(stored: Record<string, any> | null, incoming: Record<string, any>
     'agent_status', 'total_tokens', 'tool_use_count', 'duration_ms']) r[k] = incoming[k] ?? stored[k];
   r.tool_status = stored.settled_at !== null ? stored.tool_status : incoming.tool_status ?? stored.tool_status;
   r.settled_at = stored.settled_at ?? incoming.settled_at;
-  r.is_async = Math.max(stored.is_async, incoming.is_async);
-  r.updated_at = stored.updated_at > incoming.updated_at ? stored.updated_at : incoming.updated_at;
+  r.is_async = Math.max(Number(stored.is_async), Number(incoming.is_async));
+  r.updated_at = String(stored.updated_at) > String(incoming.updated_at) ? stored.updated_at : incoming.updated_at;
   return r;
 }
 
@@ -204,17 +204,18 @@ const REAL_TEXT = JSON.stringify(REAL);
 
 const PLACEHOLDER = '__hostile_placeholder__';
 /** REAL with the value at `path` replaced by raw JSON text (which may be anything, even invalid). */
-function withRaw(path: string[], raw: string, base: any = REAL): string {
+type Doc = Record<string, unknown>;
+function withRaw(path: string[], raw: string, base: Doc = REAL): string {
   const doc = structuredClone(base);
   let o = doc;
-  for (const p of path.slice(0, -1)) o = o[p];
+  for (const p of path.slice(0, -1)) o = o[p] as Doc;
   o[path[path.length - 1]] = PLACEHOLDER;
   return JSON.stringify(doc).replace(JSON.stringify(PLACEHOLDER), () => raw);
 }
 function without(path: string[]): string {
-  const doc = structuredClone(REAL) as any;
+  const doc: Doc = structuredClone(REAL);
   let o = doc;
-  for (const p of path.slice(0, -1)) o = o[p];
+  for (const p of path.slice(0, -1)) o = o[p] as Doc;
   delete o[path[path.length - 1]];
   return JSON.stringify(doc);
 }
@@ -360,7 +361,7 @@ function expectations(reaches: (i: number) => boolean) {
   const failures: Array<{ message_id: string; sqlstate: string; tool_call_bytes: number }> = [];
   corpus.forEach((c, i) => {
     if (!reaches(i)) return;
-    let row: Record<string, any> | null = null;
+    let row: Record<string, unknown> | null = null;
     for (const at of [T1, T2]) {
       const o = derive(c.metadata, messageOf(i), at);
       if (o.kind === 'none') continue;

@@ -11,7 +11,7 @@ import { installationShape } from './helpers/shape.js';
 
 const run = promisify(execFile);
 const db = await freshDatabase('install_idempotent');
-const pool = db.pool as any;
+const pool = db.pool;
 
 /** History written before installation: two subagent calls (one with two frames) and a plain message. */
 async function seedHistory(schema: string) {
@@ -56,11 +56,11 @@ async function plainNodePgMigrate(schema: string) {
 
 async function expectActivatedWithHistory(schema: string, t: { session: string; task: string; turn: string }) {
   const d = await data(schema);
-  expect(d.migrations.map((m: any) => m.name)).toEqual(MIGRATIONS);
-  expect(d.meta.map((m: any) => m.key)).toEqual(['subagent_context_backfill_through', 'subagent_context_capture_since']);
+  expect(d.migrations.map((m) => m.name)).toEqual(MIGRATIONS);
+  expect(d.meta.map((m) => m.key)).toEqual(['subagent_context_backfill_through', 'subagent_context_capture_since']);
   expect(d.meta[0].value).toBe('2026-08-01T08:01:00.654321000Z');
   expect(d.meta[1].value).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}000Z$/);
-  expect(d.rows.map((r: any) => [r.tool_call_id, r.source, r.agent_execution_id, r.observed_at])).toEqual([
+  expect(d.rows.map((r) => [r.tool_call_id, r.source, r.agent_execution_id, r.observed_at])).toEqual([
     ['toolu_h1', 'backfill', 'unknown', '2026-08-01 08:00:00'],
     ['toolu_h2', 'backfill', 'unknown', '2026-08-01 08:01:00.654321'],
   ]);
@@ -75,7 +75,7 @@ async function expectActivatedWithHistory(schema: string, t: { session: string; 
   expect(rows).toEqual([{ source: 'live' }]);
 }
 
-let reference: any;
+let reference: Awaited<ReturnType<typeof installed>>;
 
 describe('subagent-context up', () => {
   it('installs and activates in public; running it again changes nothing', async () => {

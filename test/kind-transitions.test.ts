@@ -7,7 +7,7 @@ import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../k
 const db = await freshDatabase('kind_transitions');
 await db.createHost();
 await db.up();
-const pool = db.pool as any;
+const pool = db.pool;
 
 async function rowsOf(toolCallId: string) {
   const { rows } = await db.query(`SELECT * FROM task_session_subagents WHERE tool_call_id = $1`, [toolCallId]);

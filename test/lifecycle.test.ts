@@ -16,7 +16,7 @@ import { buildCli, runCli } from './helpers/cli.js';
 
 const db = await freshDatabase('lifecycle');
 const cli = buildCli('lifecycle');
-const pool = db.pool as any;
+const pool = db.pool;
 const run = promisify(execFile);
 
 /** What an installation leaves in a schema, by kind. */

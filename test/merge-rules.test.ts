@@ -7,7 +7,7 @@ import { createTurn, insertMessage, subagentMetadata, updateMessage, type Subage
 const db = await freshDatabase('merge_rules');
 await db.createHost();
 await db.up();
-const pool = db.pool as any;
+const pool = db.pool;
 
 async function rowOf(toolCallId: string, schema = 'public') {
   const { rows } = await db.query(`SELECT * FROM "${schema}".task_session_subagents WHERE tool_call_id = $1`, [toolCallId]);

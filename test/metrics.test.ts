@@ -67,7 +67,7 @@ async function serve(args: string[]): Promise<{ child: ChildProcess; url: string
       const m = out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/);
       if (m) resolve(m[1]);
     });
-    exited.then((code) => reject(new Error(`metrics exited early (${code}): ${err}`)));
+    void exited.then((code) => reject(new Error(`metrics exited early (${code}): ${err}`)));
   });
   return { child, url, exited };
 }

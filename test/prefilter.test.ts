@@ -30,12 +30,12 @@ describe('the non-subagent fast path', () => {
     expect(when).toBeDefined();
     expect(when).toMatch(/new\.metadata/i);
     const expr = when!.replace(/new\.metadata/gi, 'm');
-    const { rows } = await db.query(
+    const { rows } = await db.query<{ m: string; by_when: boolean; by_function: boolean }>(
       `SELECT m, coalesce((${expr}), false) AS by_when, coalesce(subagent_may_qualify(m), false) AS by_function
          FROM unnest($1::text[]) AS m`, [CORPUS]);
-    expect(rows.filter((r: any) => r.by_when !== r.by_function).map((r: any) => r.m.slice(0, 40))).toEqual([]);
+    expect(rows.filter((r) => r.by_when !== r.by_function).map((r) => r.m.slice(0, 40))).toEqual([]);
     // Both halves of the filter are exercised: some inputs pass, some do not.
-    expect(rows.filter((r: any) => r.by_when).length).toBe(7);
+    expect(rows.filter((r) => r.by_when).length).toBe(7);
     // NULL metadata passes neither (the trigger does not fire).
     const { rows: [n] } = await db.query(`SELECT (${when!.replace(/new\.metadata/gi, 'NULL::text')}) AS w,
       subagent_may_qualify(NULL) AS f`);

@@ -6,12 +6,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { codeSql } from '../src/sql.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
 
 const db = await freshDatabase('replication_role');
 await db.createHost();
 await db.up();
-const pool = db.pool as any;
+const pool = db.pool;
 
 /** A UTC wall-clock time after activation (health only compares messages created since capture_since). */
 function utcNow(offsetMs = 0) {
@@ -24,7 +24,7 @@ beforeAll(async () => {
   await replica.query(`SET session_replication_role = replica`);
 });
 
-async function write(client: pg.ClientBase, key: string, tokens: number) {
+async function write(client: Queryable, key: string, tokens: number) {
   const t = await createTurn(client, 'public', key);
   const at = utcNow(1000);
   await insertMessage(client, 'public', {

@@ -8,7 +8,7 @@ import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const db = await freshDatabase('security_claims');
 await db.createHost();
-const pool = db.pool as any;
+const pool = db.pool;
 
 const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
 
@@ -58,7 +58,7 @@ describe('a tool_call_id too long for an index entry', () => {
 
   it('blocks neither backfill nor repair: it stays in the shortfall, logged as a failure, and the rest is stored', async () => {
     await db2.createHost();
-    const p2 = db2.pool as any;
+    const p2 = db2.pool;
     const t = await createTurn(p2, 'public', 'huge');
     const write = (id: string, call: string, created_at?: string) => insertMessage(p2, 'public', {
       id, session: t.session, task: t.task, turn: t.turn, created_at,

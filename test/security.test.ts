@@ -158,7 +158,7 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
     await db.query(`TRUNCATE ${look}.calls`);
     const seqBefore = (await db.query(`SELECT last_value FROM ${look}.calls_seq`)).rows[0].last_value;
 
-    const t = await createTurn(db.pool as any, 'public', 'lookalike');
+    const t = await createTurn(db.pool, 'public', 'lookalike');
     const failuresBefore = (await db.query(`SELECT count(*) FROM public.subagent_context_failures`)).rows[0].count;
     await w.query(INSERT, ['look-1', t.session, t.task, t.turn, subagentMetadata({
       tool_call_id: 'toolu_look', status: 'pending', parent_tool_call_id: 'toolu_look_parent',
@@ -245,8 +245,8 @@ describe('(c) two installations in one database', () => {
     const admin = await db.connect();
     admin.on('notice', () => {});
     // The same ids in both tenants: the host tables are separate, so are the derived rows.
-    const ta = await createTurn(db.pool as any, 'tenant_a', 'same');
-    const tb = await createTurn(db.pool as any, 'tenant_b', 'same');
+    const ta = await createTurn(db.pool, 'tenant_a', 'same');
+    const tb = await createTurn(db.pool, 'tenant_b', 'same');
     const write = async (schema: string, id: string, t: typeof ta, doc: string, at: string, update = false) => {
       if (update) await db.query(`UPDATE "${schema}".task_session_messages SET metadata = $2, updated_at = $3 WHERE id = $1`, [id, doc, at]);
       else await db.query(`INSERT INTO "${schema}".task_session_messages (id, task_session_id, task_id, turn_id, content, type, metadata, created_at, updated_at)

@@ -54,7 +54,8 @@ const NO_IDENTITY = [
 const HOSTILE_SUBAGENT: Array<Record<string, unknown>> = [
   { description: `'); DROP TABLE task_session_subagents; --`, total_tokens: '12', duration_ms: -5, tool_use_count: 1.5 },
   { subagent_type: '\u202egnp.exe', model: 'm'.repeat(20_000), total_tokens: 1e300, is_async: 'yes' },
-  { agent_id: { nested: ['x'] }, child_session_id: 7, total_tokens: 9223372036854775807, tool_use_count: 0 },
+  { agent_id: { nested: ['x'] }, child_session_id: 7, // eslint-disable-next-line no-loss-of-precision -- the point: 2^63-1 as a JSON number is the float 2^63
+  total_tokens: 9223372036854775807, tool_use_count: 0 },
   { description: '\u00e9\ud83d\ude80\u4e2d', total_tokens: true, duration_ms: null, status: 42 },
 ];
 
@@ -223,7 +224,7 @@ describe(`soak: ${CONNECTIONS} connections, ${FRAMES} frames`, () => {
     expect(diff).toEqual({ stored_not_derived: 0n, derived_not_stored: 0n });
 
     // ... and with this file's own bookkeeping: the same calls, statuses and tokens, one row each.
-    const { rows } = await db.query(`SELECT task_session_id AS session, tool_call_id AS call, tool_status, total_tokens
+    const { rows } = await db.query<Expected>(`SELECT task_session_id AS session, tool_call_id AS call, tool_status, total_tokens
                                        FROM task_session_subagents`);
     const byKey = (a: { session: string; call: string }, b: { session: string; call: string }) =>
       (a.session + '|' + a.call < b.session + '|' + b.call ? -1 : 1);

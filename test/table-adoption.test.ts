@@ -8,7 +8,7 @@ import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
 
 const db = await freshDatabase('table_adoption');
-const pool = db.pool as any;
+const pool = db.pool;
 
 /** The contract's columns as `name declaration`, in SPEC §3 order. */
 const CONTRACT_COLUMNS: Array<[string, string]> = [
@@ -38,8 +38,11 @@ const CONTRACT_COLUMNS: Array<[string, string]> = [
 const CONTRACT_KEY = 'UNIQUE (task_session_id, agent_execution_id, tool_call_id)';
 const KEY_COLUMNS = ['task_session_id', 'agent_execution_id', 'tool_call_id'];
 
-/** DDL for a pre-existing table: the contract's, with columns left out, redeclared, and another key. */
-function tableDdl(schema: string, change: { omit?: string[]; declare?: Record<string, string>; key?: string } = {}) {
+/** How a pre-existing table differs from the contract's: columns left out, redeclared, another key. */
+interface TableChange { omit?: string[]; declare?: Record<string, string>; key?: string }
+
+/** DDL for a pre-existing table: the contract's, changed as asked. */
+function tableDdl(schema: string, change: TableChange = {}) {
   const cols = CONTRACT_COLUMNS
     .filter(([name]) => !(change.omit ?? []).includes(name))
     .map(([name, decl]) => `${name} ${(change.declare ?? {})[name] ?? decl}`);
@@ -55,9 +58,15 @@ async function withClient<T>(fn: (c: pg.Client, notices: string[]) => Promise<T>
   return fn(c, notices);
 }
 
+interface Column { name: string; type: string; notnull: boolean; default: string | null }
 /** Everything an installation could change in a schema, as one comparable value. */
+interface SchemaState {
+  columns: Column[]; constraints: string[]; indexes: string[]; relations: string[]; functions: string[];
+  types: string[]; triggers: string[]; meta_keys: string[];
+}
+
 async function schemaState(schema: string) {
-  const { rows: [s] } = await db.query(`
+  const { rows: [s] } = await db.query<SchemaState>(`
     SELECT
       (SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod),
                                          'notnull', a.attnotnull, 'default', pg_get_expr(d.adbin, d.adrelid))
@@ -199,16 +208,16 @@ describe('adopting an existing table', () => {
     });
     const after = await schemaState('kandev089');
     const widened = new Set(['total_tokens', 'tool_use_count', 'duration_ms']);
-    expect(after.columns).toEqual(before.columns.map((col: any) => widened.has(col.name) ? { ...col, type: 'bigint' } : col));
+    expect(after.columns).toEqual(before.columns.map((col) => widened.has(col.name) ? { ...col, type: 'bigint' } : col));
     // kandev's own default for the execution id stays: its writer may rely on it.
-    expect(after.columns.find((col: any) => col.name === 'agent_execution_id').default).toBe("'unknown'::text");
+    expect(after.columns.find((col) => col.name === 'agent_execution_id')?.default).toBe("'unknown'::text");
     expect(after.constraints).toEqual(before.constraints);
     // Same rows, same values; only the metrics now come back as bigint.
     const big = (v: number | null) => (v === null ? null : BigInt(v));
-    expect(after.rows).toEqual(before.rows.map((r: any) => ({
+    expect(after.rows).toEqual(before.rows.map((r) => ({
       ...r, total_tokens: big(r.total_tokens), tool_use_count: big(r.tool_use_count), duration_ms: big(r.duration_ms),
     })));
-    expect(after.rows.map((r: any) => [r.id, r.agent_execution_id, r.total_tokens, r.tool_use_count])).toEqual([
+    expect(after.rows.map((r) => [r.id, r.agent_execution_id, r.total_tokens, r.tool_use_count])).toEqual([
       ['pre-default', 'unknown', null, null], ['pre-k', 'exec-from-kandev', 275717n, 0n]]);
 
     // A metric beyond integer now lands.
@@ -283,7 +292,7 @@ describe('a table of another shape stops installation and nothing changes', () =
     const before = await schemaState(schema);
     expect(before.functions).toEqual([]);
 
-    let error: any;
+    let error: Error | undefined;
     await withClient(async (c) => {
       await migrate(c, schema).catch((e) => { error = e; });
       // The failed install leaves the connection usable, out of any transaction, holding no migration lock.
@@ -294,9 +303,9 @@ describe('a table of another shape stops installation and nothing changes', () =
     });
     expect(error).toBeDefined();
     // The message itself names the difference: the CLI and node-pg-migrate print the message.
-    expect(error.message).toContain(`existing table "${schema}".task_session_subagents has a different shape`);
-    expect(error.message).toContain(difference);
-    expect(error.message).toContain('nothing was changed');
+    expect(error?.message).toContain(`existing table "${schema}".task_session_subagents has a different shape`);
+    expect(error?.message).toContain(difference);
+    expect(error?.message).toContain('nothing was changed');
 
     expect(await schemaState(schema)).toEqual(before);
     expect(await migrationsRecorded(schema)).toEqual([]);
@@ -318,10 +327,10 @@ describe('a table of another shape stops installation and nothing changes', () =
     ...CONTRACT_COLUMNS.map(([name]) => ({
       label: `without ${name}`, difference: `column ${name} is missing`,
       // Without one of its columns the unique key cannot be declared either.
-      change: { omit: [name], ...(KEY_COLUMNS.includes(name) ? { key: '' } : {}) },
+      change: { omit: [name], ...(KEY_COLUMNS.includes(name) ? { key: '' } : {}) } as TableChange,
     })),
     ...flips.map(({ name, flipped, said }) => ({
-      label: `${name} ${said.split(',')[0]}`, change: { declare: { [name]: flipped } }, difference: `column ${name} is ${said}` })),
+      label: `${name} ${said.split(',')[0]}`, change: { declare: { [name]: flipped } } as TableChange, difference: `column ${name} is ${said}` })),
   ])('each column: $label', async ({ change, difference }) => {
     const schema = 'each_column';
     if (!(await db.query(`SELECT to_regnamespace('each_column') AS s`)).rows[0].s) await db.createHost(schema);

@@ -8,7 +8,7 @@ import { TERMINAL_TOOL_STATUSES, isTerminalToolStatus } from '../src/constants.j
 const db = await freshDatabase('terminal_status');
 await db.createHost();
 await db.up();
-const pool = db.pool as any;
+const pool = db.pool;
 
 const NEAR_MISSES = [
   'COMPLETED', 'Completed', 'Complete', 'SUCCESS', 'Error', 'FAILED', 'Cancelled', 'canceled',

@@ -1,10 +1,14 @@
 // A fresh database per test file, with kandev's host tables, and helpers to install capture into it.
 import { inject, afterAll } from 'vitest';
 import pg from 'pg';
+import type { NoticeMessage } from 'pg-protocol/dist/messages.js';
 import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
 import { createHostTables, type HostOptions } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
+
+/** What a 'notice' listener receives (RAISE WARNING/NOTICE); pg re-exports no name for it. */
+export type Notice = NoticeMessage;
 
 // Exact, time-zone-independent values: timestamps (UTC wall-clock in the host) as the text Postgres
 // prints, bigint as BigInt.
@@ -23,7 +27,7 @@ export interface TestDatabase {
   install(schema?: string): Promise<void>;
   /** `subagent-context up`: migrations and the guarded backfill. */
   up(schema?: string): ReturnType<typeof up>;
-  query<T extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<T>>;
+  query<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<T>>;
 }
 
 export function urlFor(adminUrl: string, database: string): string {
@@ -73,7 +77,7 @@ export async function freshDatabase(label = 'test'): Promise<TestDatabase> {
     createHost: (schema = 'public', opts = {}) => withOne((c) => createHostTables(c, schema, opts)),
     install: (schema = 'public') => withOne(async (c) => { await migrate(c, schema, 'up', 1); }),
     up: (schema = 'public') => withOne((c) => up(c, schema)),
-    query: (text, values) => pool.query(text, values as any[]),
+    query: <T extends pg.QueryResultRow>(text: string, values?: unknown[]) => pool.query<T>(text, values),
   };
 }
 
