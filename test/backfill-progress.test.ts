@@ -1,17 +1,16 @@
 // Backfill progress: on a terminal, `up` and `backfill` show how much history is being scanned and for
 // how long while the one backfill statement runs; piped or with --json they print no progress at all.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill, historyEstimate } from '../src/install.js';
 import { MIGRATIONS } from './helpers/migrations.js';
 
 const db = await freshDatabase('backfill_progress');
-let cli = '';
-beforeAll(() => { cli = buildCli('backfill_progress'); }, 120_000);
+const cli = builtCli();
 
 async function withHistory(schema: string, messages: number) {
   await db.createHost(schema);

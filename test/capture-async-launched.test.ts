@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
-const db = await freshDatabase('async_launched');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('async_launched', { from: 'installed' });
 
 describe('an async_launched subagent message', () => {
   it('maps every column, leaves the unreported metrics NULL (not 0)', async () => {

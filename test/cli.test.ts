@@ -4,11 +4,11 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { execFile } from 'node:child_process';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { startEmbeddedPostgres } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
-const cli = buildCli('cli');
+const cli = builtCli();
 const db = await freshDatabase('cli');
 await db.createHost('kandev');          // host tables, nothing installed
 await db.query('CREATE SCHEMA bare');   // not even host tables

@@ -6,9 +6,7 @@ import { freshDatabase, type Notice } from './helpers/database.js';
 import { createTurn, subagentMetadata, type SubagentFrame } from '../kandev/host.js';
 import { seededRandom } from '../kandev/random.js';
 
-const db = await freshDatabase('concurrency');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('concurrency', { from: 'installed' });
 
 const writers: pg.Client[] = [];
 for (let i = 0; i < 16; i++) writers.push(await db.connect());

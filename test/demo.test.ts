@@ -4,7 +4,7 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import type { Report } from '../src/report.js';
@@ -12,7 +12,7 @@ import type { Report } from '../src/report.js';
 /** The one JSON object `demo --json` prints (the parts this test reads). */
 interface DemoResult { database_url: string; install: { backfill: unknown }; health: unknown; stats: unknown; report: Report }
 
-const cli = buildCli('demo');
+const cli = builtCli();
 const children: ChildProcess[] = [];
 afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGINT'); });
 

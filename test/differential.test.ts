@@ -14,9 +14,7 @@ import {
 const SEED = 20260812;
 const RUNS = 1000;
 
-const db = await freshDatabase('differential');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('differential', { from: 'installed' });
 const client = await db.connect();
 // Each write commits on its own (so "last committed frame wins" is exercised as in production); the
 // commits need not wait for the disk in a throwaway database.

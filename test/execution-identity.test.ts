@@ -6,9 +6,7 @@ import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
-const db = await freshDatabase('execution_identity');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('execution_identity', { from: 'installed' });
 const pool = db.pool;
 const client = await db.connect();
 

@@ -1,15 +1,14 @@
 // Health (SPEC §8, §9): shortfall is the only alarm and goes non-zero on the first missed subagent,
 // whatever excess exists; the CLI's exit status is 0 healthy/idle, 1 shortfall, 2 not activated or
 // trigger off; repair brings the shortfall back to 0 without touching existing rows.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli, type CliResult } from './helpers/cli.js';
+import { builtCli, runCli, type CliResult } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../kandev/host.js';
 import { PACKAGE_VERSION } from '../src/sql.js';
 
 const db = await freshDatabase('health');
-let cli = '';
-beforeAll(() => { cli = buildCli('health'); }, 120_000);
+const cli = builtCli();
 
 const SINCE = '2030-01-01T00:00:00.000000000Z';
 

@@ -10,9 +10,7 @@ import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { seededRandom } from '../kandev/random.js';
 
-const db = await freshDatabase('hostile_input');
-await db.createHost('public');
-await db.up('public');
+const db = await freshDatabase('hostile_input', { from: 'installed' });
 await db.createHost('hostidx', { metadataIndexes: true });
 await db.up('hostidx');
 

@@ -6,9 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
-const db = await freshDatabase('inlining');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('inlining', { from: 'installed' });
 
 async function functionCalls(c: Awaited<ReturnType<typeof db.connect>>) {
   // Pending statistics reach the shared counters when the backend goes idle after this request.

@@ -4,9 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 
-const db = await freshDatabase('kind_transitions');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('kind_transitions', { from: 'installed' });
 const pool = db.pool;
 
 async function rowsOf(toolCallId: string) {

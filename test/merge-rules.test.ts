@@ -4,9 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type SubagentFrame } from '../kandev/host.js';
 
-const db = await freshDatabase('merge_rules');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('merge_rules', { from: 'installed' });
 const pool = db.pool;
 
 async function rowOf(toolCallId: string, schema = 'public') {

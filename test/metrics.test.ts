@@ -4,7 +4,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
@@ -14,7 +14,7 @@ await db.createHost('pending');
 await db.install('pending'); // installed, never activated
 await db.createHost('doomed');
 await db.up('doomed');
-const cli = buildCli('metrics');
+const cli = builtCli();
 const env = { DATABASE_URL: db.url };
 
 type Family = { name: string; help: string; type: string; metrics: Array<{ value: string; labels?: Record<string, string> }> };

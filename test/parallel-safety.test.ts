@@ -7,9 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
-const db = await freshDatabase('parallel_safety');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('parallel_safety', { from: 'installed' });
 
 const c = await db.connect();
 const t = await createTurn(c, 'public', 'p');

@@ -5,9 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 
-const db = await freshDatabase('prefilter');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('prefilter', { from: 'installed' });
 
 // Texts on both sides of each part of the filter: the name, near misses of it (a regular expression
 // would read `_` or `.` loosely if it were written wrongly), escapes and bare backslashes.

@@ -8,9 +8,7 @@ import { freshDatabase } from './helpers/database.js';
 import { codeSql } from '../src/sql.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
 
-const db = await freshDatabase('replication_role');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('replication_role', { from: 'installed' });
 const pool = db.pool;
 
 /** A UTC wall-clock time after activation (health only compares messages created since capture_since). */

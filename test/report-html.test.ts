@@ -1,13 +1,13 @@
 // `report --html FILE`: one self-contained page, opened in headless Chromium (Debian's package, driven by
 // playwright-core; no browser is downloaded). Checks the rendered SVG charts and numbers, and that the
 // page asks the network for nothing.
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect, afterAll, beforeAll } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -19,11 +19,14 @@ if (!present && !process.env.CI) {
   console.warn(`report-html.test.ts skipped: ${CHROMIUM} is absent (apt-get install chromium). In CI this test runs.`);
 }
 
-describe.skipIf(!present && !process.env.CI)('report --html in headless Chromium', async () => {
-  const db = await freshDatabase('report_html');
-  await seedReportFixture(db);
-  const cli = buildCli('report-html');
+// At file level, so its drop runs even when the suite is skipped (a skipped suite runs no hooks, but
+// its body still runs when the file is collected).
+const db = await freshDatabase('report_html');
+
+describe.skipIf(!present && !process.env.CI)('report --html in headless Chromium', () => {
+  const cli = builtCli();
   const dir = mkdtempSync(join(tmpdir(), 'subagent-context-html-'));
+  beforeAll(() => seedReportFixture(db));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('renders the charts and the numbers, offline', async () => {

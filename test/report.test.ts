@@ -2,14 +2,14 @@
 // through the built CLI, with unknown (not reported) usage kept apart from zero.
 import { describe, it, expect } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { seedReportFixture, expectedReport } from './helpers/report-fixture.js';
 
 const db = await freshDatabase('report');
 const seeded = await seedReportFixture(db);
 await db.createHost('empty_host');
 await db.up('empty_host');
-const cli = buildCli('report');
+const cli = builtCli();
 const env = { DATABASE_URL: db.url };
 
 describe('report --json', () => {

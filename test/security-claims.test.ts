@@ -6,8 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
-const db = await freshDatabase('security_claims');
-await db.createHost();
+const db = await freshDatabase('security_claims', { from: 'host' });
 const pool = db.pool;
 
 const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
@@ -50,14 +49,13 @@ describe('a hostile message cannot break the history paths', () => {
 
 // Its own database, created at file level so that freshDatabase can register the drop (a hook
 // registered inside a running test is not run, and the database would be left behind).
-const db2 = await freshDatabase('security_huge_key');
+const db2 = await freshDatabase('security_huge_key', { from: 'host' });
 
 describe('a tool_call_id too long for an index entry', () => {
   // 60 kB of random hex: incompressible, so no btree entry can hold it.
   const huge = 'toolu_' + randomBytes(30_000).toString('hex');
 
   it('blocks neither backfill nor repair: it stays in the shortfall, logged as a failure, and the rest is stored', async () => {
-    await db2.createHost();
     const p2 = db2.pool;
     const t = await createTurn(p2, 'public', 'huge');
     const write = (id: string, call: string, created_at?: string) => insertMessage(p2, 'public', {

@@ -9,7 +9,7 @@ import { createTurn, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
 import { PACKAGE_VERSION } from '../src/sql.js';
 
-const db = await freshDatabase('security');
+const db = await freshDatabase('security', { from: 'installed' });
 const suffix = randomBytes(4).toString('hex');
 const roles = { writer: `sc_writer_${suffix}`, lookalike: `sc_lookalike_${suffix}` };
 const roleClients: pg.Client[] = [];
@@ -23,9 +23,6 @@ afterAll(async () => {
   for (const role of Object.values(roles)) await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
   await admin.end();
 });
-
-await db.createHost();
-await db.up();
 
 const HOST_TABLES = 'kandev_meta, tasks, task_sessions, task_session_turns, task_session_messages';
 for (const role of Object.values(roles)) {

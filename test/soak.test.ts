@@ -20,9 +20,7 @@ const FRAMES = Number(process.env.SOAK_FRAMES ?? 10_000);
 const CONNECTIONS = 32;
 const SESSIONS = 64;
 
-const db = await freshDatabase('soak');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('soak', { from: 'installed' });
 
 const prng = seededRandom;
 

@@ -5,9 +5,7 @@ import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { TERMINAL_TOOL_STATUSES, isTerminalToolStatus } from '../src/constants.js';
 
-const db = await freshDatabase('terminal_status');
-await db.createHost();
-await db.up();
+const db = await freshDatabase('terminal_status', { from: 'installed' });
 const pool = db.pool;
 
 const NEAR_MISSES = [

