@@ -1,7 +1,7 @@
 // Hostile metadata (SPEC §2, §4, §7; docs/decisions.md "Derivation"): a deterministic corpus of
 // documents, each written as an INSERT then an UPDATE of one message. Every write commits, the metadata
-// is stored byte for byte, and the derived row is what an independent TypeScript reading of the SPEC
-// says it is (or there is no row). A second schema carries kandev's metadata expression index: there a
+// is stored byte for byte, and the derived row is what the reference model (test/model/subagent-model.ts,
+// an independent TypeScript reading of the SPEC) says it is (or there is no row). A second schema carries kandev's metadata expression index: there a
 // document that is not valid jsonb fails in the host's index before any trigger runs (the host's
 // behaviour, asserted), and every other document behaves exactly as without the index.
 import { describe, expect, it } from 'vitest';
@@ -9,172 +9,11 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { seededRandom } from '../kandev/random.js';
+import { CaptureModel, jsonbRefusal, member, microsOf, parseMetadata, type Metadata, type Outcome } from './model/subagent-model.js';
 
 const db = await freshDatabase('hostile_input', { from: 'installed' });
 await db.createHost('hostidx', { metadataIndexes: true });
 await db.up('hostidx');
-
-// ---------------------------------------------------------------------------------------------------
-// The expectation: SPEC §4 + docs/decisions.md, written in TypeScript without looking at the SQL.
-// ---------------------------------------------------------------------------------------------------
-
-type J =
-  | { k: 'null' } | { k: 'bool'; v: boolean } | { k: 'num'; src: string } | { k: 'str'; v: string }
-  | { k: 'arr' } | { k: 'obj'; raw: Record<string, unknown> };
-
-/** Why jsonb cannot hold a text, with the SQLSTATE the cast raises. */
-type Unholdable = { reason: string; sqlstate: string };
-
-const NUM = '\u0001#';
-const BIGINT_MAX = 9223372036854775807n;
-
-/** A JSON number literal as PostgreSQL's numeric reads it: its value when integral, and its scale. */
-function numeric(src: string): { int: bigint | null; scale: number; overflows: boolean } {
-  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(src)!;
-  const [, sign, intPart, frac = '', expText = '0'] = m;
-  const exp = Number(expText);
-  const scale = Math.max(0, frac.length - exp);
-  const digits = (intPart + frac).replace(/^0+/, '');
-  // numeric holds at most 131072 digits before the decimal point.
-  const overflows = digits.length > 0 && digits.length - frac.length + exp > 131072;
-  if (scale > 0 || overflows) return { int: null, scale, overflows };
-  const magnitude = BigInt(intPart + frac) * 10n ** BigInt(exp - frac.length);
-  return { int: sign ? -magnitude : magnitude, scale, overflows };
-}
-
-const parsed = new Map<string, J | Unholdable>();
-function parse(text: string): J | Unholdable {
-  if (!parsed.has(text)) parsed.set(text, parseOnce(text));
-  return parsed.get(text)!;
-}
-/** Parses JSON keeping every number's literal text (JSON.parse would round 9223372036854775807). */
-function parseOnce(text: string): J | Unholdable {
-  let wrapped = '';
-  let inString = false;
-  const number = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      wrapped += ch;
-      if (ch === '\\') wrapped += text[++i] ?? '';
-      else if (ch === '"') inString = false;
-    } else if (ch === '"') {
-      inString = true;
-      wrapped += ch;
-    } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
-      number.lastIndex = i;
-      const m = number.exec(text);
-      if (!m) { wrapped += ch; continue; }
-      wrapped += JSON.stringify(NUM + m[0]);
-      i += m[0].length - 1;
-    } else {
-      wrapped += ch;
-    }
-  }
-  let raw: unknown;
-  try { raw = JSON.parse(wrapped); } catch { return { reason: 'not JSON', sqlstate: '22P02' }; }
-  let problem: Unholdable | null = null;
-  const str = (s: string) => {
-    if (s.includes('\0')) problem ??= { reason: '\\u0000', sqlstate: '22P05' };
-    if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)) {
-      problem ??= { reason: 'lone surrogate', sqlstate: '22P02' };
-    }
-    return s;
-  };
-  // Every string, key and number, without recursion (documents nest 5000 deep).
-  const stack: unknown[] = [raw];
-  while (stack.length && !problem) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (v.startsWith(NUM)) {
-        if (numeric(v.slice(NUM.length)).overflows) problem ??= { reason: 'numeric overflow', sqlstate: '22003' };
-      } else str(v);
-    } else if (Array.isArray(v)) stack.push(...v);
-    else if (v !== null && typeof v === 'object') for (const [key, value] of Object.entries(v)) { str(key); stack.push(value); }
-  }
-  return problem ?? view(raw);
-}
-
-/** One level of a parsed value (objects are read lazily, key by key). */
-function view(v: unknown): J {
-  if (v === null) return { k: 'null' };
-  if (typeof v === 'boolean') return { k: 'bool', v };
-  if (typeof v === 'string') return v.startsWith(NUM) ? { k: 'num', src: v.slice(NUM.length) } : { k: 'str', v };
-  if (Array.isArray(v)) return { k: 'arr' };
-  return { k: 'obj', raw: v as Record<string, unknown> };
-}
-
-const isUnholdable = (x: J | Unholdable): x is Unholdable => 'reason' in x;
-const get = (v: J | undefined, key: string): J | undefined =>
-  (v?.k === 'obj' && Object.hasOwn(v.raw, key) ? view(v.raw[key]) : undefined);
-const text = (v: J | undefined) => (v?.k === 'str' && v.v !== '' ? v.v : null);
-const count = (v: J | undefined): bigint | null => {
-  if (v?.k !== 'num') return null;
-  const n = numeric(v.src);
-  return n.int !== null && n.int >= 0n && n.int <= BIGINT_MAX ? n.int : null;
-};
-const anomalous = (v: J | undefined) => v !== undefined && v.k !== 'null' && count(v) === null;
-const flag = (v: J | undefined) => {
-  if (v?.k === 'bool') return v.v ? 1 : 0;
-  if (v?.k === 'str') return v.v === 'true' ? 1 : 0;
-  if (v?.k === 'num') { const n = numeric(v.src); return n.int === 1n ? 1 : 0; }
-  return 0;
-};
-const TERMINAL = ['complete', 'completed', 'success', 'error', 'failed', 'cancelled'];
-// A key longer than a btree index entry can hold (~2.7 kB) cannot be stored: a capture failure (54000).
-const fitsKey = (s: string) => Buffer.byteLength(s, 'utf8') <= 2000;
-
-interface Message { session: string; task: string | null; turn: string; created: string }
-type Outcome =
-  | { kind: 'none' }                      // not a subagent write: no row, not counted
-  | { kind: 'skipped' }                   // qualifies, identity incomplete
-  | { kind: 'failed'; anomalous: boolean; call: string }
-  | { kind: 'row'; anomalous: boolean; row: Record<string, unknown> };
-
-function derive(metadata: string | null, m: Message, updated: string): Outcome {
-  if (metadata === null) return { kind: 'none' };
-  const doc = parse(metadata);
-  if (isUnholdable(doc)) return { kind: 'none' };
-  const normalized = get(doc, 'normalized');
-  const kind = get(normalized, 'kind');
-  if (!(kind?.k === 'str' && kind.v === 'subagent_task')) return { kind: 'none' };
-  const call = text(get(doc, 'tool_call_id'));
-  if (!m.session || !m.task || call === null) return { kind: 'skipped' };
-  const st = get(normalized, 'subagent_task');
-  const isAnomalous = ['total_tokens', 'tool_use_count', 'duration_ms'].some((k) => anomalous(get(st, k)));
-  const execution = text(get(doc, 'agent_execution_id')) ?? 'unknown';
-  if (!fitsKey(call) || !fitsKey(execution)) return { kind: 'failed', anomalous: isAnomalous, call };
-  const toolStatus = text(get(doc, 'status'));
-  const positive = (n: bigint | null) => (n === 0n ? null : n);
-  return {
-    kind: 'row', anomalous: isAnomalous,
-    row: {
-      task_session_id: m.session, task_id: m.task, turn_id: m.turn || null, tool_call_id: call,
-      agent_execution_id: execution, parent_tool_call_id: text(get(doc, 'parent_tool_call_id')),
-      subagent_type: text(get(st, 'subagent_type')), description: text(get(st, 'description')),
-      agent_id: text(get(st, 'agent_id')), child_session_id: text(get(st, 'child_session_id')),
-      model: text(get(st, 'model')), agent_status: text(get(st, 'status')), tool_status: toolStatus,
-      is_async: flag(get(st, 'is_async')), total_tokens: positive(count(get(st, 'total_tokens'))),
-      tool_use_count: count(get(st, 'tool_use_count')), duration_ms: positive(count(get(st, 'duration_ms'))),
-      source: 'live', observed_at: m.created,
-      settled_at: toolStatus !== null && TERMINAL.includes(toolStatus) ? updated : null, updated_at: updated,
-    },
-  };
-}
-
-/** SPEC §6, for a stored row and an incoming derived row. */
-function merge(stored: Record<string, unknown> | null, incoming: Record<string, unknown>): Record<string, unknown> {
-  if (!stored) return incoming;
-  const r = { ...stored };
-  r.turn_id = stored.turn_id ?? incoming.turn_id;
-  for (const k of ['parent_tool_call_id', 'subagent_type', 'description', 'agent_id', 'child_session_id', 'model',
-    'agent_status', 'total_tokens', 'tool_use_count', 'duration_ms']) r[k] = incoming[k] ?? stored[k];
-  r.tool_status = stored.settled_at !== null ? stored.tool_status : incoming.tool_status ?? stored.tool_status;
-  r.settled_at = stored.settled_at ?? incoming.settled_at;
-  r.is_async = Math.max(Number(stored.is_async), Number(incoming.is_async));
-  r.updated_at = String(stored.updated_at) > String(incoming.updated_at) ? stored.updated_at : incoming.updated_at;
-  return r;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // The corpus.
@@ -318,7 +157,8 @@ add('4-byte characters in every short field', JSON.stringify({ ...REAL, tool_cal
 add('message task_id is empty', REAL_TEXT, '');
 add('message task_id is NULL', REAL_TEXT, null);
 
-for (const c of corpus) expect(c.metadata ?? '').not.toContain('u0001');   // the parser's number sentinel
+// Each document as the model reads it (parseMetadata refuses a document holding its number mark).
+const parsedCorpus: Metadata[] = corpus.map((c) => parseMetadata(c.metadata));
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -334,8 +174,8 @@ async function createSessions(schema: string) {
   await db.query(`INSERT INTO "${schema}".task_session_turns SELECT 'turn-' || i, 'hs-' || i, 'task-' || i, $2, $2, $2
                     FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
 }
-const messageOf = (i: number): Message => ({
-  session: `hs-${i}`, task: corpus[i].task === undefined ? `task-${i}` : corpus[i].task!, turn: `turn-${i}`, created: T0 });
+const messageOf = (i: number) => ({
+  session: `hs-${i}`, task: corpus[i].task === undefined ? `task-${i}` : corpus[i].task!, turn: `turn-${i}` });
 
 async function insert(c: pg.Client, schema: string, i: number, metadata: string | null) {
   const m = messageOf(i);
@@ -352,29 +192,27 @@ async function storedMatches(c: pg.Client, schema: string, i: number, metadata: 
     : { is_null: false, md5: md5(metadata), bytes: Buffer.byteLength(metadata, 'utf8') }]);
 }
 
+/** Case i's message: INSERTed at T1, then its UPDATE at T2 (insert() and update() below). */
+function writes(i: number) {
+  const m = messageOf(i);
+  const message = { id: `msg-${i}`, task_session_id: m.session, task_id: m.task, turn_id: m.turn,
+    metadata: parsedCorpus[i], created_at: microsOf(T0), updated_at: microsOf(T1) };
+  return [
+    { op: 'insert' as const, message, executionSetting: null },
+    { op: 'update' as const, id: message.id, set: { metadata: parsedCorpus[i], updated_at: microsOf(T2) }, executionSetting: null },
+  ];
+}
+
 /** What the corpus should do to the stats and rows of a schema (writes that reach the trigger only). */
 function expectations(reaches: (i: number) => boolean) {
-  const stats = { attempted: 0n, skipped_no_identity: 0n, persisted: 0n, failed: 0n, anomalous_value: 0n, unknown_execution: 0n };
-  const rows = new Map<string, Record<string, unknown>>();
-  const failures: Array<{ message_id: string; sqlstate: string; tool_call_bytes: number }> = [];
-  corpus.forEach((c, i) => {
-    if (!reaches(i)) return;
-    let row: Record<string, unknown> | null = null;
-    for (const at of [T1, T2]) {
-      const o = derive(c.metadata, messageOf(i), at);
-      if (o.kind === 'none') continue;
-      stats.attempted++;
-      if (o.kind === 'skipped') { stats.skipped_no_identity++; continue; }
-      if (o.anomalous) stats.anomalous_value++;
-      if (o.kind === 'failed') { stats.failed++; failures.push({ message_id: `msg-${i}`, sqlstate: '54000', tool_call_bytes: Buffer.byteLength(o.call, 'utf8') }); continue; }
-      stats.persisted++;
-      if (o.row.agent_execution_id === 'unknown') stats.unknown_execution++;
-      row = merge(row, o.row);
-    }
-    if (row) rows.set(`hs-${i}`, row);
-  });
-  return { stats, rows, failures };
+  const model = new CaptureModel();
+  corpus.forEach((_, i) => { if (reaches(i)) for (const w of writes(i)) model.apply(w); });
+  const rows = new Map([...model.rows.values()].map((r) => [r.task_session_id, r]));
+  return { stats: model.stats, rows, failures: model.failures };
 }
+
+/** What the first write of case i does, on its own. */
+const firstOutcome = (i: number): Outcome => new CaptureModel().apply(writes(i)[0]);
 
 async function derivedRows(schema: string) {
   const { rows } = await db.query(`SELECT * FROM "${schema}".task_session_subagents`);
@@ -382,27 +220,27 @@ async function derivedRows(schema: string) {
 }
 
 // What the host's expression index on (metadata::jsonb ->> 'tool_call_id') does to a write, if anything.
-function hostIndexRefusal(metadata: string | null): string | null {
-  if (metadata === null) return null;
-  const doc = parse(metadata);
-  if (isUnholdable(doc)) return doc.sqlstate;
-  const id = get(doc, 'tool_call_id');
-  return id?.k === 'str' && id.v.length > MB / 2 ? '54000' : null;   // the index entry cannot hold it
+function hostIndexRefusal(i: number): string | null {
+  const doc = parsedCorpus[i];
+  const refusal = jsonbRefusal(doc);
+  if (refusal !== null || !('json' in doc)) return refusal;
+  const id = member(doc.json, 'tool_call_id');
+  return id?.t === 'str' && id.v.length > MB / 2 ? '54000' : null;   // the index entry cannot hold it
 }
 
 describe('a hostile metadata corpus', () => {
   it(`has ${corpus.length} documents, of every kind the SPEC names`, () => {
-    const outcomes = corpus.map((c, i) => derive(c.metadata, messageOf(i), T1).kind);
+    const outcomes = corpus.map((_, i) => firstOutcome(i));
     const counted = (k: string) => outcomes.filter((o) => o === k).length;
     expect(corpus.length).toBeGreaterThanOrEqual(300);
     // Enough of each outcome that the comparison below means something.
-    expect(counted('row')).toBeGreaterThan(150);
+    expect(counted('persisted')).toBeGreaterThan(150);
     expect(counted('none')).toBeGreaterThan(300);
     expect(counted('skipped')).toBeGreaterThan(10);
     expect(counted('failed')).toBe(2);
     // The escaped kind qualifies; the upper-case one does not.
-    const byLabel = (l: string) => derive(corpus.find((c) => c.label === l)!.metadata, messageOf(0), T1).kind;
-    expect(byLabel('kind = "subagent\\u005ftask"')).toBe('row');
+    const byLabel = (l: string) => firstOutcome(corpus.findIndex((c) => c.label === l));
+    expect(byLabel('kind = "subagent\\u005ftask"')).toBe('persisted');
     expect(byLabel('kind = "SUBAGENT_TASK"')).toBe('none');
     expect(byLabel('\\u0000 in description')).toBe('none');
   });
@@ -448,7 +286,7 @@ describe('a hostile metadata corpus', () => {
     const refused: string[] = [];
     for (let i = 0; i < corpus.length; i++) {
       const metadata = corpus[i].metadata;
-      const refusal = hostIndexRefusal(metadata);
+      const refusal = hostIndexRefusal(i);
       if (refusal === null) {
         await insert(c, 'hostidx', i, metadata);
         await storedMatches(c, 'hostidx', i, metadata);
@@ -470,7 +308,7 @@ describe('a hostile metadata corpus', () => {
     expect(refused).toContain('1 MB in tool_call_id');
     expect(refused).toContain('literal ""');
 
-    const expected = expectations((i) => hostIndexRefusal(corpus[i].metadata) === null);
+    const expected = expectations((i) => hostIndexRefusal(i) === null);
     const after = await statsOf('hostidx');
     expect(Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]))).toEqual(expected.stats);
     const got = await derivedRows('hostidx');

@@ -1,11 +1,12 @@
-// A reference model of capture, written from SPEC §4 (derivation), §5 (execution id), §6 (merge) and
-// docs/decisions.md, deliberately NOT from the SQL. test/differential.test.ts feeds the same message
-// writes to this model and to the real trigger and requires identical rows and stats.
+// The one reference model of capture in the tests, written from SPEC §4 (derivation), §5 (execution id),
+// §6 (merge) and docs/decisions.md, deliberately NOT from the SQL. test/differential.test.ts and
+// test/hostile-input.test.ts feed the same message writes to this model and to the real trigger and
+// require identical rows and stats.
 //
-// The model never parses metadata text. The generator builds every document as a `Json` tree in which
-// numbers keep the exact lexeme it emitted (1.5, 2.0, 1e2, 9223372036854775808), and `jsonText()` turns
-// that tree into the text written to Postgres. So the model reasons about exactly what was written, with
-// no JSON.parse precision loss.
+// Documents are `Json` trees in which numbers keep their exact lexeme (1.5, 2.0, 1e2,
+// 9223372036854775808). The differential generator builds trees and `jsonText()` writes them; the
+// hostile corpus is text, read into a tree by `parseMetadata()`. Either way the model reasons about
+// exactly what was written, with no JSON.parse precision loss.
 import { TERMINAL_TOOL_STATUSES } from '../../src/constants.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -54,8 +55,64 @@ export function metadataText(m: Metadata): string | null {
   return 'json' in m ? jsonText(m.json) : m.notJson;
 }
 
+/** Marks a number lexeme while JSON.parse reads the rest (a character no corpus document holds). */
+const NUMBER_MARK = '\u0001#';
+
+/**
+ * Reads stored metadata text into a document, keeping every number's lexeme (JSON.parse alone would
+ * round 9223372036854775807). Text that is not JSON (as JSON.parse, and so PostgreSQL, reads it) is
+ * `notJson`. A repeated key keeps its last value, as jsonb does.
+ */
+export function parseMetadata(text: string | null): Metadata {
+  if (text === null) return { notJson: null };
+  if (text.includes('\u0001') || /\\u0001/i.test(text)) throw new Error('parseMetadata: U+0001 is its number mark');
+  let marked = '';
+  let inString = false;
+  const number = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      marked += ch;
+      if (ch === '\\') marked += text[++i] ?? '';
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') {
+      inString = true;
+      marked += ch;
+    } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
+      number.lastIndex = i;
+      const m = number.exec(text);
+      if (!m) { marked += ch; continue; }
+      marked += JSON.stringify(NUMBER_MARK + m[0]);
+      i += m[0].length - 1;
+    } else {
+      marked += ch;
+    }
+  }
+  let raw: unknown;
+  try { raw = JSON.parse(marked); } catch { return { notJson: text }; }
+  // Built without recursion: documents nest thousands of levels deep.
+  const root: { value?: Json } = {};
+  const todo: Array<{ raw: unknown; put: (v: Json) => void }> = [{ raw, put: (v) => { root.value = v; } }];
+  while (todo.length > 0) {
+    const { raw: r, put } = todo.pop()!;
+    if (r === null) put(J.null);
+    else if (typeof r === 'boolean') put(J.bool(r));
+    else if (typeof r === 'string') put(r.startsWith(NUMBER_MARK) ? J.num(r.slice(NUMBER_MARK.length)) : J.str(r));
+    else if (Array.isArray(r)) {
+      const items: Json[] = new Array(r.length);
+      put({ t: 'arr', items });
+      r.forEach((e, i) => todo.push({ raw: e, put: (v) => { items[i] = v; } }));
+    } else {
+      const entries: [string, Json][] = Object.keys(r as object).map((k) => [k, J.null]);
+      put({ t: 'obj', entries });
+      entries.forEach((entry) => todo.push({ raw: (r as Record<string, unknown>)[entry[0]], put: (v) => { entry[1] = v; } }));
+    }
+  }
+  return { json: root.value! };
+}
+
 /** Member of an object, the last one when a key repeats (as jsonb keeps it); undefined = absent. */
-function member(v: Json | undefined, key: string): Json | undefined {
+export function member(v: Json | undefined, key: string): Json | undefined {
   if (v?.t !== 'obj') return undefined;
   for (let i = v.entries.length - 1; i >= 0; i--) if (v.entries[i][0] === key) return v.entries[i][1];
   return undefined;
@@ -108,26 +165,43 @@ function integerValue(lex: string): bigint | undefined {
 // ---------------------------------------------------------------------------------------------------
 // Derivation (SPEC §4, decisions "Derivation")
 
-/** A string jsonb can hold: no \u0000, and no UTF-16 surrogate without its partner (not a character). */
-function jsonbHoldsString(v: string): boolean {
-  return !v.includes('\u0000') && !LONE_SURROGATE.test(v);
-}
+/** A UTF-16 surrogate without its partner: not a character, so jsonb cannot hold it. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** jsonb can hold the document: every string holdable, every number within numeric's range. */
-function jsonbHolds(v: Json): boolean {
-  switch (v.t) {
-    case 'str': return jsonbHoldsString(v.v);
-    case 'num': return numericHolds(v.lex);
-    case 'arr': return v.items.every(jsonbHolds);
-    case 'obj': return v.entries.every(([k, e]) => jsonbHoldsString(k) && jsonbHolds(e));
-    default: return true;
+/** The SQLSTATE of a string jsonb cannot hold, else null. */
+function stringRefusal(v: string): string | null {
+  if (v.includes('\u0000')) return '22P05';        // unsupported Unicode escape sequence
+  return LONE_SURROGATE.test(v) ? '22P02' : null;  // invalid input syntax
+}
+
+/**
+ * Why `metadata::jsonb` fails, as the SQLSTATE it raises, or null when jsonb holds the document: not
+ * JSON, a string jsonb cannot hold, a number beyond numeric's range. Without recursion: documents nest
+ * thousands of levels deep.
+ */
+export function jsonbRefusal(m: Metadata): string | null {
+  if (!('json' in m)) return m.notJson === null ? null : '22P02';
+  const stack: Json[] = [m.json];
+  while (stack.length > 0) {
+    const v = stack.pop()!;
+    let refusal: string | null = null;
+    if (v.t === 'str') refusal = stringRefusal(v.v);
+    else if (v.t === 'num') refusal = numericHolds(v.lex) ? null : '22003';  // numeric field overflow
+    else if (v.t === 'arr') stack.push(...v.items);
+    else if (v.t === 'obj') {
+      for (const [k, e] of v.entries) {
+        refusal ??= stringRefusal(k);
+        stack.push(e);
+      }
+    }
+    if (refusal !== null) return refusal;
   }
+  return null;
 }
 
 /** SPEC §4: metadata parses to an object whose normalized.kind is exactly the string subagent_task. */
 export function qualifies(m: Metadata): m is { json: Json } {
-  if (!('json' in m) || !jsonbHolds(m.json)) return false;
+  if (!('json' in m) || jsonbRefusal(m) !== null) return false;
   const kind = member(member(m.json, 'normalized'), 'kind');
   return kind?.t === 'str' && kind.v === 'subagent_task';
 }
@@ -241,16 +315,27 @@ export type MessageWrite =
 export const rowKey = (r: Pick<Row, 'task_session_id' | 'agent_execution_id' | 'tool_call_id'>) =>
   JSON.stringify([r.task_session_id, r.agent_execution_id, r.tool_call_id]);
 
+/** What one message write did to capture: nothing, a counted skip, a caught failure, or an upsert. */
+export type Outcome = 'none' | 'skipped' | 'failed' | 'persisted';
+
+/** A row of subagent_context_failures, as far as the model knows it. */
+export interface Failure { message_id: string; sqlstate: string; tool_call_bytes: number }
+
+/** A key longer than a btree index entry can hold (~2.7 kB; less for incompressible text) cannot be
+ *  stored: the upsert raises 54000, which capture catches (SPEC §7). The tests' long keys are random. */
+const fitsKey = (s: string) => Buffer.byteLength(s, 'utf8') <= 2000;
+
 export class CaptureModel {
   readonly messages = new Map<string, Message>();
   readonly rows = new Map<string, Row>();
   readonly stats = zeroStats();
+  readonly failures: Failure[] = [];
 
-  apply(w: MessageWrite): void {
+  apply(w: MessageWrite): Outcome {
     let message: Message;
     if (w.op === 'delete') {
       this.messages.delete(w.id); // SPEC §6: deleting a message leaves its row in place
-      return;
+      return 'none';
     }
     if (w.op === 'insert') {
       message = { ...w.message };
@@ -260,18 +345,18 @@ export class CaptureModel {
       message = { ...before, ...w.set };
     }
     this.messages.set(message.id, message);
-    this.capture(message, w.executionSetting);
+    return this.capture(message, w.executionSetting);
   }
 
   /** SPEC §4: one qualifying write -> one upsert (or a counted skip). */
-  private capture(m: Message, executionSetting: string | null): void {
-    if (!qualifies(m.metadata)) return; // costs nothing, counts nothing
+  private capture(m: Message, executionSetting: string | null): Outcome {
+    if (!qualifies(m.metadata)) return 'none'; // costs nothing, counts nothing
     this.stats.attempted++;
     const doc = m.metadata.json;
     const call = text(member(doc, 'tool_call_id'));
     if (!m.task_session_id || !m.task_id || call === null) {
       this.stats.skipped_no_identity++;
-      return;
+      return 'skipped';
     }
     // SPEC §5: metadata first (a non-empty string), then the transaction-local setting, else 'unknown'.
     const execution = text(member(doc, 'agent_execution_id')) ?? (executionSetting || null) ?? 'unknown';
@@ -304,6 +389,12 @@ export class CaptureModel {
       updated_at: timestampText(m.updated_at),
     };
     const isAnomalous = ['total_tokens', 'tool_use_count', 'duration_ms'].some((k) => anomalous(member(st, k)));
+    if (isAnomalous) this.stats.anomalous_value++;
+    if (!fitsKey(call) || !fitsKey(execution)) {
+      this.stats.failed++;
+      this.failures.push({ message_id: m.id, sqlstate: '54000', tool_call_bytes: Buffer.byteLength(call, 'utf8') });
+      return 'failed';
+    }
 
     const key = rowKey(incoming);
     const stored = this.rows.get(key);
@@ -311,7 +402,7 @@ export class CaptureModel {
 
     this.stats.persisted++;
     if (execution === 'unknown') this.stats.unknown_execution++;
-    if (isAnomalous) this.stats.anomalous_value++;
+    return 'persisted';
   }
 }
 
@@ -348,7 +439,8 @@ function merge(s: Row, e: Row): Row {
   };
 }
 
-function microsOf(printed: string): number {
+/** Microseconds since the epoch of a `timestamp` as Postgres prints it (the inverse of timestampText). */
+export function microsOf(printed: string): number {
   const [base, fraction = ''] = printed.split('.');
   return Date.parse(base.replace(' ', 'T') + 'Z') * 1000 + Number(fraction.padEnd(6, '0'));
 }
