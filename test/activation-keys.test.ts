@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
+import { captureTrigger } from './helpers/catalog.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -159,9 +160,6 @@ describe('a backfill that fails', async () => {
     await db.query(`CREATE TRIGGER sabotage BEFORE INSERT ON k4.${table} FOR EACH ROW EXECUTE FUNCTION k4.sabotage()`);
   };
   const removeSabotage = async () => { await db.query(`DROP FUNCTION k4.sabotage() CASCADE`); };
-  const captureTriggerInstalled = async () => (await db.query(
-    `SELECT count(*) AS n FROM pg_trigger WHERE tgrelid = 'k4.task_session_messages'::regclass
-        AND tgname = 'subagent_context_capture' AND tgenabled = 'O'`)).rows[0].n;
 
   it('writes no row and no key when storing history fails, reports the step and SQLSTATE, warns', async () => {
     await sabotage('task_session_subagents', 'P0001');
@@ -170,7 +168,7 @@ describe('a backfill that fails', async () => {
       failure: 'step "derive and store history" failed (SQLSTATE P0001): sabotaged' });
     expect(await keys('k4')).toEqual({});
     expect(await rowCount('k4')).toBe(0n);
-    expect(await captureTriggerInstalled()).toBe(1n);
+    expect(await captureTrigger(db.pool, 'k4')).toBe('O');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/^subagent-context: backfill failed at step "derive and store history" \(SQLSTATE P0001\): sabotaged;/);
     await removeSabotage();
@@ -183,7 +181,7 @@ describe('a backfill that fails', async () => {
     expect(result.failure).toBe('step "write activation keys" failed (SQLSTATE 23514): sabotaged');
     expect(await keys('k4')).toEqual({});
     expect(await rowCount('k4')).toBe(0n);
-    expect(await captureTriggerInstalled()).toBe(1n);
+    expect(await captureTrigger(db.pool, 'k4')).toBe('O');
     expect(warnings).toHaveLength(2);
     await removeSabotage();
   });

@@ -5,12 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
+import { ROW_COLUMNS as ROWS, selectList } from './model/subagent-table.js';
 
 const db = await freshDatabase('backfill_derivation');
 
-const ROW_COLUMNS = `task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-  subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async,
-  total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at`;
+const ROW_COLUMNS = selectList(ROWS);
 
 /** Defaults of a backfilled row of session/task/turn `h`; each case overrides what it is about. */
 function backfilled(t: { session: string; task: string; turn: string }, over: Record<string, unknown>) {

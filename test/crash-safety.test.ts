@@ -13,6 +13,8 @@ import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMe
 import { backfill, migrate, up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
 import { MIGRATIONS } from './helpers/migrations.js';
+import { captureTrigger } from './helpers/catalog.js';
+import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -52,9 +54,7 @@ beforeAll(async () => {
 afterAll(async () => { await server?.stop(); });
 
 /** The columns derivation decides, for comparing stored rows with a re-derivation from history. */
-const DERIVED = `task_session_id, task_id, turn_id, tool_call_id, parent_tool_call_id, subagent_type,
-  description, agent_id, child_session_id, model, agent_status, tool_status, is_async, total_tokens,
-  tool_use_count, duration_ms, observed_at, settled_at, updated_at`;
+const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' && c !== 'source'));
 
 /** Stored rows that history does not derive, and derived rows that are not stored (both must be 0). */
 async function disagreement(c: pg.Client) {
@@ -171,9 +171,9 @@ describe('SIGKILL in the middle of installation', () => {
         SELECT to_regclass('public.task_session_subagents') IS NOT NULL AS subagent_table,
                to_regclass('public.subagent_context_failures') IS NOT NULL AS failures_table,
                (SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace) AS functions,
-               (SELECT count(*) FROM pg_trigger WHERE tgname = 'subagent_context_capture') AS triggers,
                (SELECT count(*) FROM kandev_meta WHERE key LIKE 'subagent_context%') AS keys`);
-      expect(left).toEqual({ subagent_table: false, failures_table: false, functions: 0n, triggers: 0n, keys: 0n });
+      expect(left).toEqual({ subagent_table: false, failures_table: false, functions: 0n, keys: 0n });
+      expect(await captureTrigger(c, 'public')).toBeNull();
       const recorded = await c.query(`SELECT name FROM public.subagent_context_migrations`).then((r) => r.rows, () => []);
       expect(recorded).toEqual([]);
 

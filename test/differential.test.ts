@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { isDeepStrictEqual, inspect } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
+import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
 import {
   CaptureModel, J, type Json, type Message, type MessageWrite, type Metadata, type Row, type Stats,
   metadataText, rowKey, timestampText, zeroStats,
@@ -288,9 +289,7 @@ function writeSql(w: MessageWrite): string {
   }
 }
 
-const COLUMNS = `task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-  subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status, is_async,
-  total_tokens, tool_use_count, duration_ms, source, observed_at, settled_at, updated_at`;
+const COLUMNS = selectList(ROW_COLUMNS);
 
 const byKey = (rows: Row[]) => [...rows].sort((a, b) => (rowKey(a) < rowKey(b) ? -1 : rowKey(a) > rowKey(b) ? 1 : 0));
 

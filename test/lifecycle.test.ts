@@ -12,10 +12,10 @@ import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js'
 import { quoteIdent } from '../src/sql.js';
 import { installationShape } from './helpers/shape.js';
 import { MIGRATIONS } from './helpers/migrations.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 
 const db = await freshDatabase('lifecycle');
-const cli = buildCli('lifecycle');
+const cli = builtCli();
 const pool = db.pool;
 const run = promisify(execFile);
 

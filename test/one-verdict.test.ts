@@ -6,11 +6,11 @@ import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const db = await freshDatabase('one_verdict');
-const cli = buildCli('one_verdict');
+const cli = builtCli();
 
 async function surfaces(schema: string) {
   const sql = (await db.query(`SELECT status FROM "${schema}".subagent_context_health()`)).rows[0].status;

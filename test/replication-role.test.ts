@@ -5,6 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
+import { captureTrigger } from './helpers/catalog.js';
 import { codeSql } from '../src/sql.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
 
@@ -42,8 +43,7 @@ async function row(key: string) {
 }
 
 const health = async () => (await db.query(`SELECT shortfall, excess, trigger_enabled, failures FROM subagent_context_health()`)).rows[0];
-const tgenabled = async () => (await db.query(
-  `SELECT tgenabled FROM pg_trigger WHERE tgname = 'subagent_context_capture' AND tgrelid = 'task_session_messages'::regclass`)).rows[0].tgenabled;
+const tgenabled = () => captureTrigger(db.pool);
 
 describe('session_replication_role = replica', () => {
   it('writes in replica role are not captured, and the message writes succeed', async () => {

@@ -5,9 +5,11 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
+import { captureTrigger } from './helpers/catalog.js';
 import { createTurn, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
 import { PACKAGE_VERSION } from '../src/sql.js';
+import { SUBAGENT_KEY, SUBAGENT_TABLE } from './model/subagent-table.js';
 
 const db = await freshDatabase('security', { from: 'installed' });
 const suffix = randomBytes(4).toString('hex');
@@ -42,12 +44,8 @@ async function connectAs(role: string) {
   return c;
 }
 
-// The columns of task_session_subagents, for look-alike tables that a hijacked INSERT would fill.
-const SUBAGENT_COLUMNS = `id text, task_session_id text, task_id text, turn_id text, tool_call_id text,
-  agent_execution_id text, parent_tool_call_id text, subagent_type text, description text, agent_id text,
-  child_session_id text, model text, agent_status text, tool_status text, is_async integer, total_tokens bigint,
-  tool_use_count bigint, duration_ms bigint, source text, observed_at timestamp, settled_at timestamp,
-  updated_at timestamp, UNIQUE (task_session_id, agent_execution_id, tool_call_id)`;
+/** The columns and key of task_session_subagents, for look-alike tables that a hijacked INSERT would fill. */
+const SUBAGENT_COLUMNS = [...SUBAGENT_TABLE.map(([name, decl]) => `${name} ${decl.split(' ')[0]}`), SUBAGENT_KEY].join(', ');
 
 const INSERT = `INSERT INTO public.task_session_messages
   (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
@@ -278,14 +276,14 @@ describe('(c) two installations in one database', () => {
     // Uninstall tenant_a: its code and keys go, its data stays; tenant_b is untouched and still captures.
     await migrate(admin, 'tenant_a', 'down');
     const objects = async (s: string) => (await db.query(
-      `SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = $2::regclass AND tgname = 'subagent_context_capture') AS triggers,
-              (SELECT count(*) FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname LIKE 'subagent%') AS functions,
+      `SELECT (SELECT count(*) FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname LIKE 'subagent%') AS functions,
               (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind = 'S'
                  AND relname ~ '^subagent_context_(attempted|skipped_no_identity|persisted|failed|anomalous_value|unknown_execution)_seq$') AS sequences`,
-      [s, `${s}.task_session_messages`])).rows[0];
-    expect(await objects('tenant_a')).toEqual({ triggers: 0n, functions: 0n, sequences: 0n });
+      [s])).rows[0];
+    expect(await captureTrigger(db.pool, 'tenant_a')).toBeNull();
+    expect(await objects('tenant_a')).toEqual({ functions: 0n, sequences: 0n });
     const b = await objects('tenant_b');
-    expect(b.triggers).toBe(1n);
+    expect(await captureTrigger(db.pool, 'tenant_b')).toBe('O');
     expect(b.functions).toBeGreaterThan(10n);
     expect(b.sequences).toBe(6n);
     expect(await keysOf('tenant_a')).toEqual([]);

@@ -6,47 +6,23 @@ import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
+import { KEY_COLUMNS as KEY, SUBAGENT_KEY, SUBAGENT_TABLE } from './model/subagent-table.js';
 
 const db = await freshDatabase('table_adoption');
 const pool = db.pool;
 
-/** The contract's columns as `name declaration`, in SPEC §3 order. */
-const CONTRACT_COLUMNS: Array<[string, string]> = [
-  ['id', 'text PRIMARY KEY'],
-  ['task_session_id', 'text NOT NULL REFERENCES @s.task_sessions (id) ON DELETE CASCADE'],
-  ['task_id', 'text NOT NULL'],
-  ['turn_id', 'text'],
-  ['tool_call_id', 'text NOT NULL'],
-  ['agent_execution_id', 'text NOT NULL'],
-  ['parent_tool_call_id', 'text'],
-  ['subagent_type', 'text'],
-  ['description', 'text'],
-  ['agent_id', 'text'],
-  ['child_session_id', 'text'],
-  ['model', 'text'],
-  ['agent_status', 'text'],
-  ['tool_status', 'text'],
-  ['is_async', 'integer NOT NULL DEFAULT 0'],
-  ['total_tokens', 'bigint'],
-  ['tool_use_count', 'bigint'],
-  ['duration_ms', 'bigint'],
-  ['source', "text NOT NULL DEFAULT 'live'"],
-  ['observed_at', 'timestamp(6) NOT NULL'],
-  ['settled_at', 'timestamp(6)'],
-  ['updated_at', 'timestamp(6) NOT NULL'],
-];
-const CONTRACT_KEY = 'UNIQUE (task_session_id, agent_execution_id, tool_call_id)';
-const KEY_COLUMNS = ['task_session_id', 'agent_execution_id', 'tool_call_id'];
+/** The unique key's columns, as strings (for includes(name)). */
+const KEY_COLUMNS: readonly string[] = KEY;
 
 /** How a pre-existing table differs from the contract's: columns left out, redeclared, another key. */
 interface TableChange { omit?: string[]; declare?: Record<string, string>; key?: string }
 
 /** DDL for a pre-existing table: the contract's, changed as asked. */
 function tableDdl(schema: string, change: TableChange = {}) {
-  const cols = CONTRACT_COLUMNS
+  const cols = SUBAGENT_TABLE
     .filter(([name]) => !(change.omit ?? []).includes(name))
     .map(([name, decl]) => `${name} ${(change.declare ?? {})[name] ?? decl}`);
-  const key = change.key ?? CONTRACT_KEY;
+  const key = change.key ?? SUBAGENT_KEY;
   return `CREATE TABLE ${schema}.task_session_subagents (${[...cols, ...(key ? [key] : [])].join(', ')})`
     .replaceAll('@s', schema);
 }
@@ -133,7 +109,7 @@ describe('a fresh installation', () => {
       observed_at: 'timestamp without time zone', settled_at: 'timestamp without time zone', updated_at: 'timestamp without time zone',
     };
     const defaults: Record<string, string> = { is_async: '0', source: "'live'::text" };
-    expect(columns).toEqual(CONTRACT_COLUMNS.map(([name]) => ({
+    expect(columns).toEqual(SUBAGENT_TABLE.map(([name]) => ({
       column_name: name,
       data_type: types[name] ?? 'text',
       is_nullable: nullable.has(name) ? 'YES' : 'NO',
@@ -231,7 +207,7 @@ describe('adopting an existing table', () => {
 
   it('a unique key with INCLUDE columns is the key (ON CONFLICT can use it)', async () => {
     await db.createHost('include');
-    await db.query(tableDdl('include', { key: `${CONTRACT_KEY.replace(')', ') INCLUDE (model)')}` }));
+    await db.query(tableDdl('include', { key: `${SUBAGENT_KEY.replace(')', ') INCLUDE (model)')}` }));
     await withClient(async (c, notices) => {
       await migrate(c, 'include');
       expect(notices).toContain('subagent-context: adopted the existing task_session_subagents unchanged');
@@ -281,7 +257,7 @@ describe('a table of another shape stops installation and nothing changes', () =
     ['the two-column key of an older kandev', { key: 'UNIQUE (task_session_id, tool_call_id)' },
       'unique key (task_session_id, agent_execution_id, tool_call_id) is missing'],
     ['no unique key at all', { key: '' }, 'unique key (task_session_id, agent_execution_id, tool_call_id) is missing'],
-    ['a deferrable unique key (ON CONFLICT cannot use it)', { key: `${CONTRACT_KEY} DEFERRABLE` },
+    ['a deferrable unique key (ON CONFLICT cannot use it)', { key: `${SUBAGENT_KEY} DEFERRABLE` },
       'unique key (task_session_id, agent_execution_id, tool_call_id) is DEFERRABLE, ON CONFLICT cannot use it'],
   ];
 
@@ -318,13 +294,13 @@ describe('a table of another shape stops installation and nothing changes', () =
   });
 
   // Every column is checked: its absence, and its nullability flipped, each stop the installation.
-  const flips = CONTRACT_COLUMNS.map(([name, decl]) => {
+  const flips = SUBAGENT_TABLE.map(([name, decl]) => {
     const notNull = /NOT NULL|PRIMARY KEY/.test(decl);
     const type = decl.split(' ')[0];
     return { name, flipped: notNull ? type : `${type} NOT NULL`, said: notNull ? 'nullable, expected NOT NULL' : 'NOT NULL, expected nullable' };
   }).filter(({ name }) => name !== 'id');  // a nullable primary key does not exist in PostgreSQL
   it.each([
-    ...CONTRACT_COLUMNS.map(([name]) => ({
+    ...SUBAGENT_TABLE.map(([name]) => ({
       label: `without ${name}`, difference: `column ${name} is missing`,
       // Without one of its columns the unique key cannot be declared either.
       change: { omit: [name], ...(KEY_COLUMNS.includes(name) ? { key: '' } : {}) } as TableChange,

@@ -8,6 +8,7 @@
 // hostile corpus is text, read into a tree by `parseMetadata()`. Either way the model reasons about
 // exactly what was written, with no JSON.parse precision loss.
 import { TERMINAL_TOOL_STATUSES } from '../../src/constants.js';
+import type { SubagentColumn } from './subagent-table.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Documents
@@ -263,6 +264,11 @@ export interface Row {
   settled_at: string | null;
   updated_at: string;
 }
+
+// Row has exactly the table's columns but the generated id (a compile-time check).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const rowIsTheTable: Same<keyof Row, Exclude<SubagentColumn, 'id'>> = true;
+void rowIsTheTable;
 
 export interface Stats {
   attempted: bigint;
