@@ -1,7 +1,7 @@
 // Values the SQL and the TypeScript side must agree on.
 
 /**
- * ACP tool-call statuses that settle a subagent row (SPEC §4): exact and case-sensitive.
+ * ACP tool-call statuses that settle a subagent row (docs/decisions.md, "Derivation"): exact and case-sensitive.
  * SQL owns the set (subagent_is_terminal_status in sql/derive.sql); test/terminal-status.test.ts pins
  * this constant to it, so code that reads rows can classify statuses without a round trip.
  */
