@@ -9,6 +9,10 @@ export default defineConfig({
     // time without starving it.
     fileParallelism: true,
     maxWorkers: 3,
+    // Files in one worker share its module cache (pg, node-pg-migrate, src/ are loaded once per worker,
+    // not once per file). Safe because no test file or helper changes shared state: the only process-wide
+    // settings (pg's type parsers) are the same everywhere, nothing is mocked, no env is set at run time.
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default'],
