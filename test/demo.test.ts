@@ -2,11 +2,10 @@
 // throwaway embedded PostgreSQL, with the measured traffic shape of SPEC §1. --keep leaves the database
 // up for other commands; Ctrl-C then stops it and nothing is left running.
 import { describe, it, expect, afterAll } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { builtCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
 import type { Report } from '../src/report.js';
 
 /** The one JSON object `demo --json` prints (the parts this test reads). */
@@ -37,23 +36,14 @@ describe('planTraffic', () => {
 
 describe('demo', () => {
   it('--json --keep: installs, backfills, replays, reports the measured shape; other commands use the kept database; Ctrl-C stops it', async () => {
-    const child = spawn(process.execPath, [cli, 'demo', '--json', '--keep', '--writers', '3'],
-      { cwd: PACKAGE_ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    let out = '', err = '';
-    child.stderr!.on('data', (c) => { err += c; });
-    const result = await new Promise<DemoResult>((resolve, reject) => {
-      child.stdout!.on('data', (c) => {
-        out += c;
-        try { resolve(JSON.parse(out)); } catch { /* not complete yet */ }
-      });
-      void exited.then((code) => reject(new Error(`demo exited (${code}) before printing its JSON: ${err}`)));
-    });
+    const { child, exited, value: result, stderr } = await startCli(cli, ['demo', '--json', '--keep', '--writers', '3'], {}, (out): DemoResult | undefined => {
+      try { return JSON.parse(out); } catch { return undefined; /* not complete yet */ }
+    }, children);
     await new Promise<void>((resolve) => {
-      const check = () => (err.includes('press Ctrl-C') ? resolve() : setTimeout(check, 50));
+      const check = () => (stderr().includes('press Ctrl-C') ? resolve() : setTimeout(check, 50));
       check();
     });
+    const err = stderr();
     const url: string = result.database_url;
     expect(url).toMatch(/^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/postgres$/);
     expect(err).toContain(`database left running: ${url}`);

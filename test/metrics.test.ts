@@ -1,12 +1,11 @@
 // `subagent-context metrics`: the built CLI serves health and capture counters in the Prometheus text
 // format; the output is read with a Prometheus text-format parser and checked line by line.
 import { describe, it, expect, afterAll } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { freshDatabase } from './helpers/database.js';
-import { builtCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
 
 const db = await freshDatabase('metrics');
 const seeded = await seedReportFixture(db);
@@ -55,20 +54,8 @@ afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGK
 
 /** Starts `metrics --listen 127.0.0.1:0` and returns its /metrics URL, as printed on stdout. */
 async function serve(args: string[]): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [cli, 'metrics', '--listen', '127.0.0.1:0', ...args],
-    { cwd: PACKAGE_ROOT, env: { ...process.env, ...env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let out = '', err = '';
-  child.stderr!.on('data', (c) => { err += c; });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (c) => {
-      out += c;
-      const m = out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/);
-      if (m) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`metrics exited early (${code}): ${err}`)));
-  });
+  const { child, exited, value: url } = await startCli(cli, ['metrics', '--listen', '127.0.0.1:0', ...args], env,
+    (out) => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1], children);
   return { child, url, exited };
 }
 
