@@ -25,9 +25,12 @@ const db = await freshDatabase('report_html');
 
 describe.skipIf(!present && !process.env.CI)('report --html in headless Chromium', () => {
   const cli = builtCli();
-  const dir = mkdtempSync(join(tmpdir(), 'subagent-context-html-'));
-  beforeAll(() => seedReportFixture(db));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let dir = '';
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'subagent-context-html-'));
+    await seedReportFixture(db);
+  });
+  afterAll(() => { if (dir) rmSync(dir, { recursive: true, force: true }); });
 
   it('renders the charts and the numbers, offline', async () => {
     const file = join(dir, 'report.html');
