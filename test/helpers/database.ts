@@ -46,7 +46,7 @@ export interface FreshDatabaseOptions {
 /** Creates the database now (top-level await in the test file) and drops it after the file. */
 export async function freshDatabase(label = 'test', opts: FreshDatabaseOptions = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminUrl');
-  const name = `sc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  const name = `${inject('databasePrefix')}${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client(adminUrl);
   await admin.connect();
   try {

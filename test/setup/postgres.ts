@@ -7,6 +7,7 @@
 // Test files never share a database: each creates its own (test/helpers/database.ts), cloned from a
 // template prepared here once, and drops it. The CLI is built here once, too (prepare.ts).
 import type { TestProject } from 'vitest/node';
+import { randomBytes } from 'node:crypto';
 import { buildCli, createTemplates, dropTemplates, type Templates } from './prepare.js';
 
 declare module 'vitest' {
@@ -17,6 +18,8 @@ declare module 'vitest' {
     cliPath: string;
     /** The template databases' names (test/helpers/database.ts). */
     templates: Templates;
+    /** What every database of this run is named with (test/helpers/database.ts). */
+    databasePrefix: string;
   }
 }
 
@@ -46,14 +49,14 @@ async function checkMajor(url: string) {
   }
 }
 
-/** The per-file test databases (test/helpers/database.ts names them sc_<label>_<random>). */
-async function testDatabases(url: string): Promise<Set<string>> {
+/** This run's databases still on the server: all of them start with its prefix (databasePrefix). */
+async function databasesOfRun(url: string, prefix: string): Promise<string[]> {
   const { default: pg } = await import('pg');
   const c = new pg.Client(url);
   await c.connect();
   try {
-    const { rows } = await c.query(`SELECT datname FROM pg_database WHERE datname LIKE 'sc\\_%'`);
-    return new Set(rows.map((r) => r.datname as string));
+    const { rows } = await c.query(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY 1`, [prefix]);
+    return rows.map((r) => r.datname as string);
   } finally {
     await c.end();
   }
@@ -61,16 +64,19 @@ async function testDatabases(url: string): Promise<Set<string>> {
 
 interface Server { url: string; kind: string; stop(): Promise<void> }
 
+/** Every database of this run is named with this prefix (sc_<run>_), its templates included. */
+const databasePrefix = `sc_${randomBytes(4).toString('hex')}_`;
+
 async function startServer(): Promise<Server> {
   if (process.env.DATABASE_URL) {
     const url = process.env.DATABASE_URL;
     await checkMajor(url);
-    // A shared server outlives the run: every database a test file made must be gone at the end.
-    const before = await testDatabases(url);
+    // A shared server outlives the run: every database the run made must be gone at the end. Only
+    // this run's are looked at: other runs on the same server make and drop theirs meanwhile.
     return {
       url, kind: 'DATABASE_URL',
       async stop() {
-        const left = [...(await testDatabases(url))].filter((d) => !before.has(d));
+        const left = await databasesOfRun(url, databasePrefix);
         if (left.length > 0) {
           process.exitCode = 1;  // vitest only logs an error thrown here; the run must still fail
           throw new Error(`test databases left behind on ${url}: ${left.join(', ')}. ` +
@@ -94,7 +100,7 @@ export default async function setup(project: TestProject) {
   const building = buildCli();
   building.catch(() => {});  // awaited below, once the server is up
   const server = await startServer();
-  const [templates, cli] = await Promise.allSettled([createTemplates(server.url), building]);
+  const [templates, cli] = await Promise.allSettled([createTemplates(server.url, databasePrefix), building]);
   if (templates.status === 'rejected' || cli.status === 'rejected') {
     if (templates.status === 'fulfilled') await dropTemplates(server.url, templates.value).catch(() => {});
     await server.stop().catch(() => {});
@@ -104,6 +110,7 @@ export default async function setup(project: TestProject) {
   project.provide('serverKind', server.kind);
   project.provide('cliPath', cli.value);
   project.provide('templates', templates.value);
+  project.provide('databasePrefix', databasePrefix);
   return async () => {
     await dropTemplates(server.url, templates.value);
     await server.stop();

@@ -7,7 +7,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -66,10 +65,9 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   try { return await fn(c); } finally { await c.end(); }
 }
 
-/** Creates the run's templates (names sc_template_<run>_<kind>, so the leftovers check covers them). */
-export async function createTemplates(adminUrl: string): Promise<Templates> {
-  const run = randomBytes(4).toString('hex');
-  const templates: Templates = { host: `sc_template_${run}_host`, installed: `sc_template_${run}_installed` };
+/** Creates the run's templates, named with the run's prefix (so the leftovers check covers them). */
+export async function createTemplates(adminUrl: string, prefix: string): Promise<Templates> {
+  const templates: Templates = { host: `${prefix}template_host`, installed: `${prefix}template_installed` };
   const prepare: Record<Template, (c: pg.Client) => Promise<unknown>> = {
     host: (c) => createHostTables(c, 'public'),
     installed: async (c) => { await createHostTables(c, 'public'); await up(c, 'public'); },
