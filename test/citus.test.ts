@@ -9,7 +9,7 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { createHostTables, subagentMetadata } from '../kandev/host.js';
 import { up } from '../src/install.js';
-import { buildCli, runCli } from './helpers/cli.js';
+import { builtCli, runCli } from './helpers/cli.js';
 
 const URL_ = process.env.CITUS_COORDINATOR_URL;
 if (!URL_) {
@@ -25,7 +25,7 @@ const BARE = `sc_citus_bare_${tag}`; // kandev distributed, but the capture tabl
 let c: pg.Client;
 let cli = '';
 
-const q = (text: string, values?: unknown[]) => c.query(text, values as any[]);
+const q = (text: string, values?: unknown[]) => c.query(text, values);
 const health = async () => (await q(`SELECT * FROM ${S}.subagent_context_health()`)).rows[0];
 const rows = async () => (await q(
   `SELECT task_session_id, tool_call_id, agent_execution_id, source, subagent_type, agent_status, total_tokens
@@ -52,7 +52,7 @@ async function write(id: string, session: string, metadata: string, at = 'now') 
 
 describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_id', () => {
   beforeAll(async () => {
-    cli = buildCli('citus');
+    cli = builtCli();
     c = new pg.Client(URL_);
     await c.connect();
     c.on('notice', () => {});

@@ -54,8 +54,8 @@ describe.skipIf(!version)(`pg_partman ${version ?? '(not available)'} manages ta
     expect(made.length).toBeGreaterThanOrEqual(5);  // 3 months back, this one, 1 ahead, and the default
     expect(made.some((l) => l.partition.endsWith('_default'))).toBe(true);
 
-    const ids = await createTurn(db.pool as any, S, S, `${start} 00:00:00`);
-    await insertMessage(db.pool as any, S, { id: 'm-old', session: ids.session, task: ids.task, turn: ids.turn,
+    const ids = await createTurn(db.pool, S, S, `${start} 00:00:00`);
+    await insertMessage(db.pool, S, { id: 'm-old', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: subagentMetadata({ tool_call_id: 'call-old', subagent: { status: 'completed' } }), created_at: `${start} 09:00:00` });
 
     const result = await db.up(S);
@@ -64,10 +64,10 @@ describe.skipIf(!version)(`pg_partman ${version ?? '(not available)'} manages ta
 
     // Live writes into this month's partition and into the default (before every range) are captured.
     const now = await month(0);
-    await insertMessage(db.pool as any, S, { id: 'm-now', session: ids.session, task: ids.task, turn: ids.turn,
+    await insertMessage(db.pool, S, { id: 'm-now', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: subagentMetadata({ tool_call_id: 'call-now', subagent: { status: 'async_launched' } }),
       created_at: `${now} 12:00:00`, updated_at: `${now} 12:00:00` });
-    await insertMessage(db.pool as any, S, { id: 'm-far', session: ids.session, task: ids.task, turn: ids.turn,
+    await insertMessage(db.pool, S, { id: 'm-far', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: subagentMetadata({ tool_call_id: 'call-far', subagent: { status: 'async_launched' } }), created_at: '2000-01-01 00:00:00' });
     expect((await db.query(`SELECT tableoid::regclass::text AS p FROM ${S}.task_session_messages WHERE id = 'm-far'`)).rows[0].p)
       .toMatch(/_default$/);
@@ -84,7 +84,7 @@ describe.skipIf(!version)(`pg_partman ${version ?? '(not available)'} manages ta
     expect(ahead.length).toBeGreaterThan(made.length);
     expect(ahead.every((l) => l.captured && l.indexed)).toBe(true);
     const later = await month(3);
-    await insertMessage(db.pool as any, S, { id: 'm-later', session: ids.session, task: ids.task, turn: ids.turn,
+    await insertMessage(db.pool, S, { id: 'm-later', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: subagentMetadata({ tool_call_id: 'call-later', subagent: { status: 'async_launched' } }), created_at: `${later} 08:00:00` });
     const placed = (await db.query(`SELECT tableoid::regclass::text AS p FROM ${S}.task_session_messages WHERE id = 'm-later'`)).rows[0].p;
     expect(made.map((l) => `${S}.${l.partition}`)).not.toContain(placed);  // a partition run_maintenance made

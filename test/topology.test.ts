@@ -43,9 +43,9 @@ describe("sql/citus.sql: SQL functions that read tables become PL/pgSQL on Citus
   it('the converted functions give the same backfill, health and repair as the SQL ones', async () => {
     const seed = async (schema: string) => {
       await db.createHost(schema);
-      const ids = await createTurn(db.pool as any, schema, schema);
+      const ids = await createTurn(db.pool, schema, schema);
       for (const i of [1, 2, 3]) {
-        await insertMessage(db.pool as any, schema, { id: `h-${i}`, session: ids.session, task: ids.task, turn: ids.turn,
+        await insertMessage(db.pool, schema, { id: `h-${i}`, session: ids.session, task: ids.task, turn: ids.turn,
           metadata: subagentMetadata({ tool_call_id: `call-${i}`, status: i === 1 ? 'completed' : 'pending',
             subagent: { subagent_type: `t${i}`, total_tokens: i * 10 } }) });
       }
@@ -68,7 +68,7 @@ describe("sql/citus.sql: SQL functions that read tables become PL/pgSQL on Citus
       await db.query(`UPDATE "${schema}".kandev_meta SET value = '2000-01-01T00:00:00.000000000Z' WHERE key = 'subagent_context_capture_since'`);
       const healthy = (await db.query(`SELECT shortfall, excess, status FROM "${schema}".subagent_context_health()`)).rows[0];
       await db.query(`DELETE FROM "${schema}".task_session_subagents WHERE tool_call_id = 'call-2'`);
-      await insertMessage(db.pool as any, schema, { id: 'late', session: ids.session, task: ids.task, turn: ids.turn,
+      await insertMessage(db.pool, schema, { id: 'late', session: ids.session, task: ids.task, turn: ids.turn,
         metadata: subagentMetadata({ tool_call_id: 'call-4' }), created_at: '2026-08-13 00:00:00' });
       const missing = (await db.query(`SELECT shortfall, excess, status FROM "${schema}".subagent_context_health()`)).rows[0];
       const repaired = (await db.query(`SELECT repaired FROM "${schema}".subagent_context_repair()`)).rows[0];
