@@ -8,13 +8,24 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { quoteIdent } from '../src/sql.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { goMarshal } from './gojson.js';
 
 /** A fixture of kandev/schema/, its @extschema@ placeholder replaced by the quoted schema. */
 function fixture(file: string, schema: string): string {
   return readFileSync(join(PACKAGE_ROOT, 'kandev', 'schema', file), 'utf8').replaceAll('@extschema@', quoteIdent(schema));
 }
 
+/**
+ * The host's shapes: 'minimal' is only the columns SPEC §2 lists (any host, invalid JSON accepted);
+ * 'kandev-0.91' is the tables as kandev 0.91's fresh boot leaves them (more columns, 38 indexes, two of
+ * them on the parsed metadata, so invalid JSON is refused before any trigger runs).
+ */
+export const HOST_SHAPES = ['minimal', 'kandev-0.91'] as const;
+export type HostShape = typeof HOST_SHAPES[number];
+
 export interface HostOptions {
+  /** Default 'minimal'. 'kandev-0.91' takes no other option. */
+  shape?: HostShape;
   /** kandev's metadata expression indexes (kandev-metadata-indexes.sql). */
   metadataIndexes?: boolean;
   /**
@@ -33,6 +44,10 @@ export interface HostOptions {
 
 export async function createHostTables(client: Queryable, schema: string, opts: HostOptions = {}) {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  if (opts.shape === 'kandev-0.91') {
+    await client.query(fixture('kandev-0.91.sql', schema));
+    return;
+  }
   await client.query(fixture('kandev-host.sql', schema));
   if (opts.partitioned) {
     await client.query(fixture('kandev-messages-partitioned.sql', schema));
@@ -64,7 +79,7 @@ export interface SubagentFrame {
   subagent?: Record<string, unknown> | null;
 }
 
-/** The metadata text of one subagent tool-call frame. */
+/** The metadata text of one subagent tool-call frame, Go-encoded as kandev writes it. */
 export function subagentMetadata(frame: SubagentFrame): string {
   const doc: Record<string, unknown> = { title: 'Task' };
   if (frame.tool_call_id !== undefined) doc.tool_call_id = frame.tool_call_id;
@@ -74,7 +89,7 @@ export function subagentMetadata(frame: SubagentFrame): string {
   const normalized: Record<string, unknown> = { kind: 'subagent_task' };
   if (frame.subagent !== null) normalized.subagent_task = frame.subagent ?? {};
   doc.normalized = normalized;
-  return JSON.stringify(doc);
+  return goMarshal(doc);
 }
 
 /** Creates a task, a session and a turn (ids derived from `key`); returns their ids. */
