@@ -1,8 +1,15 @@
 import { defineConfig } from 'vitest/config';
 
+// The tests that are about the host (capture, backfill, health, hostile input, concurrency, table
+// adoption) run twice: on the minimal host of SPEC §2 and on the tables as kandev 0.91's fresh boot
+// leaves them (kandev/schema/kandev-0.91.sql). test/helpers/database.ts reads the project's hostShape.
+const HOST_FACING = [
+  'capture-async-launched', 'merge-rules', 'kind-transitions', 'execution-identity', 'never-breaks',
+  'backfill-derivation', 'health', 'concurrency', 'table-adoption', 'prefilter', 'non-subagent-writes',
+].map((f) => `test/${f}.test.ts`);
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/setup/postgres.ts'],
     // Every file gets its own database (a template clone). Three files at a time: most of a file's time
     // is spent waiting on PostgreSQL or a child process, so a third worker fills a 2-core machine's idle
@@ -16,5 +23,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'minimal', include: ['test/**/*.test.ts'], provide: { hostShape: 'minimal' } } },
+      { extends: true, test: { name: 'kandev-0.91', include: HOST_FACING, provide: { hostShape: 'kandev-0.91' } } },
+    ],
   },
 });

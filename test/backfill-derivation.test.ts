@@ -71,6 +71,7 @@ describe('history written before installation', async () => {
     ['bad-array-kind', '[{"tool_call_id":"toolu_arr","normalized":{"kind":"subagent_task"}}]'],
     ['bad-string', '"subagent_task"'], ['bad-kind', '{"tool_call_id":"toolu_k","normalized":{"kind":"Subagent_task"}}'],
     ['bad-nul-escape', '{"tool_call_id":"toolu_nul\\u0000","normalized":{"kind":"subagent_task"}}']] as const) {
+    if (await db.hostRefuses(metadata)) continue; // kandev's own index refuses it: no such history there
     await msg(id, metadata, '2026-08-12 09:09:00');
   }
   // A JSON escape can spell the kind; it qualifies like the plain spelling.

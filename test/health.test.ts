@@ -217,6 +217,7 @@ describe('metadata that is not a subagent document', async () => {
     ['truncated', '{"tool_call_id":"toolu_t","normalized":{"kind":"subagent_task"'], ['kind-string', '{"normalized":"subagent_task"}'],
     ['nul', '{"tool_call_id":"toolu_nul\\u0000","normalized":{"kind":"subagent_task"}}'],
     ['numeric-call', '{"tool_call_id":5,"normalized":{"kind":"subagent_task"}}']] as const) {
+    if (await db.hostRefuses(metadata)) continue; // kandev's own index refuses it: no such message there
     await writeUncaptured('junk', m(id, metadata));
   }
 

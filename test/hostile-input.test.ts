@@ -14,6 +14,8 @@ import { CaptureModel, jsonbRefusal, member, microsOf, parseMetadata, type Metad
 const db = await freshDatabase('hostile_input', { from: 'installed' });
 await db.createHost('hostidx', { metadataIndexes: true });
 await db.up('hostidx');
+await db.createHost('kandev091', { shape: 'kandev-0.91' });
+await db.up('kandev091');
 
 // ---------------------------------------------------------------------------------------------------
 // The corpus.
@@ -169,9 +171,9 @@ const statsOf = async (schema: string): Promise<Stats> => (await db.query(`SELEC
 
 /** One task/session/turn per case, so no two cases share a key. */
 async function createSessions(schema: string) {
-  await db.query(`INSERT INTO "${schema}".tasks SELECT 'task-' || i, 't', $2, $2 FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
-  await db.query(`INSERT INTO "${schema}".task_sessions SELECT 'hs-' || i, 'task-' || i, $2, $2 FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
-  await db.query(`INSERT INTO "${schema}".task_session_turns SELECT 'turn-' || i, 'hs-' || i, 'task-' || i, $2, $2, $2
+  await db.query(`INSERT INTO "${schema}".tasks (id, title, created_at, updated_at) SELECT 'task-' || i, 't', $2, $2 FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
+  await db.query(`INSERT INTO "${schema}".task_sessions (id, task_id, started_at, updated_at) SELECT 'hs-' || i, 'task-' || i, $2, $2 FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
+  await db.query(`INSERT INTO "${schema}".task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) SELECT 'turn-' || i, 'hs-' || i, 'task-' || i, $2, $2, $2
                     FROM generate_series(0, $1 - 1) AS i`, [corpus.length, T0]);
 }
 const messageOf = (i: number) => ({
@@ -277,45 +279,45 @@ describe('a hostile metadata corpus', () => {
     expect(warnings.filter((w) => w.includes(`tool call ${huge.slice(0, 200)} (SQLSTATE 54000)`))).toHaveLength(2);
   });
 
-  it('with kandev\'s metadata index: invalid JSON fails in the host index before the trigger; the rest behaves identically', { timeout: 300_000 }, async () => {
-    await createSessions('hostidx');
+  it.each([['hostidx', 'the minimal host with kandev\'s metadata index'], ['kandev091', 'the kandev 0.91 host']])('%s (%s): invalid JSON fails in the host index before the trigger; the rest behaves identically', { timeout: 300_000 }, async (schema) => {
+    await createSessions(schema);
     const c = await db.connect();
     await c.query(`SET synchronous_commit = off`);
     c.on('notice', () => {});
-    const before = await statsOf('hostidx');
+    const before = await statsOf(schema);
     const refused: string[] = [];
     for (let i = 0; i < corpus.length; i++) {
       const metadata = corpus[i].metadata;
       const refusal = hostIndexRefusal(i);
       if (refusal === null) {
-        await insert(c, 'hostidx', i, metadata);
-        await storedMatches(c, 'hostidx', i, metadata);
-        await update(c, 'hostidx', i, metadata);
-        await storedMatches(c, 'hostidx', i, metadata);
+        await insert(c, schema, i, metadata);
+        await storedMatches(c, schema, i, metadata);
+        await update(c, schema, i, metadata);
+        await storedMatches(c, schema, i, metadata);
         continue;
       }
       refused.push(corpus[i].label);
-      const err = await insert(c, 'hostidx', i, metadata).then(() => null, (e) => e);
+      const err = await insert(c, schema, i, metadata).then(() => null, (e) => e);
       expect(err?.code, corpus[i].label).toBe(refusal);
       // The same document as a later frame of an existing message: refused too; the message keeps its
       // previous metadata.
-      await insert(c, 'hostidx', i, '{}');
-      const err2 = await update(c, 'hostidx', i, metadata).then(() => null, (e) => e);
+      await insert(c, schema, i, '{}');
+      const err2 = await update(c, schema, i, metadata).then(() => null, (e) => e);
       expect(err2?.code, corpus[i].label).toBe(refusal);
-      await storedMatches(c, 'hostidx', i, '{}');
+      await storedMatches(c, schema, i, '{}');
     }
     expect(refused.length).toBeGreaterThan(300);
     expect(refused).toContain('1 MB in tool_call_id');
     expect(refused).toContain('literal ""');
 
     const expected = expectations((i) => hostIndexRefusal(i) === null);
-    const after = await statsOf('hostidx');
+    const after = await statsOf(schema);
     expect(Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]))).toEqual(expected.stats);
-    const got = await derivedRows('hostidx');
+    const got = await derivedRows(schema);
     expect([...got.keys()].sort()).toEqual([...expected.rows.keys()].sort());
     corpus.forEach((c, i) => expect(got.get(`hs-${i}`) ?? null, c.label).toEqual(expected.rows.get(`hs-${i}`) ?? null));
     expect((await db.query(`SELECT message_id, sqlstate, octet_length(tool_call_id) AS tool_call_bytes
-                              FROM hostidx.subagent_context_failures ORDER BY id`)).rows)
+                              FROM ${schema}.subagent_context_failures ORDER BY id`)).rows)
       .toEqual(expected.failures);
 
     // Identical to the schema without the index, for every document both accepted.

@@ -77,7 +77,13 @@ describe('changing away from subagent_task', () => {
     ['text that is not JSON', () => 'subagent_task {'],
   ])('to %s leaves the row unchanged in every column', async (label, metadata) => {
     const c = await settledCall(`away_${label.replace(/\W+/g, '_')}`);
-    await updateMessage(pool, 'public', c.id, metadata(c.call), '2026-08-12 09:30:00');
+    const text = metadata(c.call);
+    if (await db.hostRefuses(text)) {
+      // On kandev's host its metadata index refuses the write itself (invalid JSON), before any trigger.
+      await expect(updateMessage(pool, 'public', c.id, text, '2026-08-12 09:30:00')).rejects.toMatchObject({ code: '22P02' });
+    } else {
+      await updateMessage(pool, 'public', c.id, text, '2026-08-12 09:30:00');
+    }
     expect(await rowsOf(c.call)).toEqual([c.row]);
   });
 });

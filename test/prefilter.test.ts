@@ -54,9 +54,9 @@ describe('the non-subagent fast path', () => {
 
   it('a non-subagent write leaves the stats and the table alone', async () => {
     const before = (await db.query('SELECT * FROM subagent_context_stats()')).rows[0];
-    await db.query(`INSERT INTO tasks VALUES ('t', 't', now(), now());
-      INSERT INTO task_sessions VALUES ('s', 't', now(), now());
-      INSERT INTO task_session_turns VALUES ('u', 's', 't', now(), now(), now())`);
+    await db.query(`INSERT INTO tasks (id, title, created_at, updated_at) VALUES ('t', 't', now(), now());
+      INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES ('s', 't', now(), now());
+      INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ('u', 's', 't', now(), now(), now())`);
     await db.query(`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at)
       VALUES ('m', 's', 't', 'u', 'hello', '{"normalized":{"kind":"tool_call"}}', now())`);
     await db.query(`UPDATE task_session_messages SET content = 'hello world' WHERE id = 'm'`);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { NoticeMessage } from 'pg-protocol/dist/messages.js';
 import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
-import { createHostTables, type HostOptions } from '../../kandev/host.js';
+import { createHostTables, type HostOptions, type HostShape } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
 import { urlFor, type Template } from '../setup/prepare.js';
 
@@ -23,7 +23,16 @@ export interface TestDatabase {
   pool: pg.Pool;
   /** A new dedicated connection (closed automatically at the end of the file). */
   connect(): Promise<pg.Client>;
-  /** Host tables (+ kandev's metadata expression indexes, a partitioned messages table, when asked) in `schema`. */
+  /** The host shape this run's project tests on (vitest.config.ts); createHost's default. */
+  hostShape: HostShape;
+  /**
+   * Would this host refuse a message with this metadata? On the kandev 0.91 shape, kandev's
+   * (metadata::jsonb ->> 'tool_call_id') index refuses whatever the jsonb cast refuses, before any
+   * trigger runs; the minimal shape holds any text. Tests of unparseable metadata write it only where
+   * the host can hold it (and assert the refusal where it cannot).
+   */
+  hostRefuses(metadata: string | null): Promise<boolean>;
+  /** Host tables (+ kandev's metadata expression indexes, a partitioned messages table, when asked) in `schema`, of the project's shape unless `opts.shape` says otherwise. */
   createHost(schema?: string, opts?: HostOptions): Promise<void>;
   /** Migrations only (no backfill), as the product installs. */
   install(schema?: string): Promise<void>;
@@ -50,7 +59,7 @@ export async function freshDatabase(label = 'test', opts: FreshDatabaseOptions =
   const admin = new pg.Client(adminUrl);
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE "${name}"${opts.from ? ` TEMPLATE "${inject('templates')[opts.from]}"` : ''}`);
+    await admin.query(`CREATE DATABASE "${name}"${opts.from ? ` TEMPLATE "${inject('templates')[inject('hostShape') ?? 'minimal'][opts.from]}"` : ''}`);
   } finally {
     await admin.end();
   }
@@ -82,9 +91,14 @@ export async function freshDatabase(label = 'test', opts: FreshDatabaseOptions =
     try { return await fn(c); } finally { await c.end(); }
   };
 
+  const hostShape = inject('hostShape') ?? 'minimal';
   return {
-    url, name, pool, connect,
-    createHost: (schema = 'public', opts = {}) => withOne((c) => createHostTables(c, schema, opts)),
+    url, name, pool, connect, hostShape,
+    hostRefuses: async (metadata) => {
+      if (hostShape !== 'kandev-0.91' || metadata === null) return false;
+      return pool.query('SELECT $1::jsonb', [metadata]).then(() => false, () => true);
+    },
+    createHost: (schema = 'public', opts = {}) => withOne((c) => createHostTables(c, schema, { shape: hostShape, ...opts })),
     install: (schema = 'public') => withOne(async (c) => { await migrate(c, schema, 'up', 1); }),
     up: (schema = 'public') => withOne((c) => up(c, schema)),
     query: <T extends pg.QueryResultRow>(text: string, values?: unknown[]) => pool.query<T>(text, values),

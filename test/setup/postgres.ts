@@ -20,6 +20,8 @@ declare module 'vitest' {
     templates: Templates;
     /** What every database of this run is named with (test/helpers/database.ts). */
     databasePrefix: string;
+    /** The host fixture's shape for this project (vitest.config.ts): 'minimal' or 'kandev-0.91'. */
+    hostShape: import('../../kandev/host.js').HostShape;
   }
 }
 

@@ -10,12 +10,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { createHostTables } from '../../kandev/host.js';
+import { createHostTables, HOST_SHAPES, type HostShape } from '../../kandev/host.js';
 import { up } from '../../src/install.js';
 
 /** What a test file may start from: an empty database, or a clone of one of the templates. */
 export type Template = 'host' | 'installed';
-export type Templates = Record<Template, string>;
+/** Template names by host shape (kandev/host.ts HOST_SHAPES), then by kind. */
+export type Templates = Record<HostShape, Record<Template, string>>;
 
 const CLI_DIR = join(PACKAGE_ROOT, 'dist', '.test-cli');
 /** The sources the built CLI is made of (the demo command imports demo/, which imports kandev/). */
@@ -67,19 +68,22 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 
 /** Creates the run's templates, named with the run's prefix (so the leftovers check covers them). */
 export async function createTemplates(adminUrl: string, prefix: string): Promise<Templates> {
-  const templates: Templates = { host: `${prefix}template_host`, installed: `${prefix}template_installed` };
-  const prepare: Record<Template, (c: pg.Client) => Promise<unknown>> = {
-    host: (c) => createHostTables(c, 'public'),
-    installed: async (c) => { await createHostTables(c, 'public'); await up(c, 'public'); },
-  };
+  // One pair per host shape: the kandev 0.91 project (vitest.config.ts) clones its own.
+  const tag = (shape: HostShape) => (shape === 'minimal' ? '' : `${shape.replace(/\W/g, '')}_`);
+  const templates = Object.fromEntries(HOST_SHAPES.map((shape) => [shape,
+    { host: `${prefix}template_${tag(shape)}host`, installed: `${prefix}template_${tag(shape)}installed` }])) as Templates;
+  const prepare = (shape: HostShape): Record<Template, (c: pg.Client) => Promise<unknown>> => ({
+    host: (c) => createHostTables(c, 'public', { shape }),
+    installed: async (c) => { await createHostTables(c, 'public', { shape }); await up(c, 'public'); },
+  });
+  const all = HOST_SHAPES.flatMap((shape) => (Object.keys(templates[shape]) as Template[]).map((kind) => [shape, kind] as const));
   try {
     await withClient(adminUrl, async (admin) => {
-      for (const name of Object.values(templates)) await admin.query(`CREATE DATABASE "${name}"`);
+      for (const [shape, kind] of all) await admin.query(`CREATE DATABASE "${templates[shape][kind]}"`);
     });
     // Every connection to a template is closed when this returns: a template cannot be cloned while
     // anyone is connected to it.
-    await Promise.all((Object.keys(templates) as Template[]).map((kind) =>
-      withClient(urlFor(adminUrl, templates[kind]), prepare[kind])));
+    await Promise.all(all.map(([shape, kind]) => withClient(urlFor(adminUrl, templates[shape][kind]), prepare(shape)[kind])));
     return templates;
   } catch (err) {
     await dropTemplates(adminUrl, templates).catch(() => {});
@@ -89,6 +93,6 @@ export async function createTemplates(adminUrl: string, prefix: string): Promise
 
 export async function dropTemplates(adminUrl: string, templates: Templates): Promise<void> {
   await withClient(adminUrl, async (admin) => {
-    for (const name of Object.values(templates)) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    for (const name of Object.values(templates).flatMap((t) => Object.values(t))) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   });
 }
