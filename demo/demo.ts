@@ -63,10 +63,11 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     client = new pg.Client({ connectionString: server.url, application_name: 'subagent-context demo' });
     client.on('error', () => {}); // surfaces on the next query instead
     await client.connect();
-    await createHostTables(client, SCHEMA);
-    const plan = planTraffic({ scale });
+    // kandev 0.91's own tables; its metadata index refuses unparseable metadata, so the plan has none.
+    await createHostTables(client, SCHEMA, { shape: 'kandev-0.91' });
+    const plan = planTraffic({ scale, invalidJson: false });
     const historyFrames = await writeHistory(client, SCHEMA, plan, (d, t) => step!.update(d, t));
-    step!.done(`${historyFrames} frames, ${plan.totals.history.subagents} subagents`);
+    step!.done(`${historyFrames} writes, ${plan.totals.history.subagents} subagents`);
 
     begin('installing capture and backfilling history (subagent-context up)');
     const installed = await up(client, SCHEMA);
@@ -79,7 +80,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     const liveStarted = Date.now();
     const liveFrames = await replayLive(pool, SCHEMA, plan, { writers, onProgress: (d, t) => step!.update(d, t) });
     const liveSeconds = (Date.now() - liveStarted) / 1000;
-    step!.done(`${liveFrames} frames, ${Math.round(liveFrames / Math.max(liveSeconds, 0.001))} frames/s`);
+    step!.done(`${liveFrames} writes, ${Math.round(liveFrames / Math.max(liveSeconds, 0.001))} writes/s`);
     step = undefined;
 
     const { status, health, stats } = await healthReport(client, SCHEMA);
@@ -91,7 +92,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
         database_url: keep ? server.url : null,
         seconds,
         install: installed,
-        traffic: { ...plan.totals, writers, history_frames: historyFrames, live_frames: liveFrames, live_seconds: liveSeconds },
+        traffic: { ...plan.totals, writers, history_writes: historyFrames, live_writes: liveFrames, live_seconds: liveSeconds },
         health,
         stats,
         report,

@@ -1,18 +1,33 @@
-// kandev-shaped subagent traffic with the measured shape of SPEC §1, for the demo, tests and benchmarks.
+// The one model of kandev's message traffic, for the demo, the tests and the benchmarks.
 //
 // planTraffic() is pure and deterministic (seeded): it decides the tasks, sessions, turns and every
-// message frame. writeHistory() writes a part of it as history that predates installation (old
-// timestamps, no trigger yet); replayLive() replays the rest from several concurrent writers the way
-// kandev writes: one INSERT per tool call, then an UPDATE in place per later frame.
+// write of every message, as kandev 0.91 makes them (SPEC §2):
+// - metadata is Go's encoding/json (kandev/gojson.ts): sorted keys, `<` `>` `&` as \u escapes;
+// - a message is INSERTed once, in a transaction holding pg_advisory_xact_lock(hashtextextended(
+//   'task_session_messages:' || session_id, 0)), then every later frame is one autocommit UPDATE of the
+//   whole row document (content, requests_input, type, metadata, updated_at);
+// - when a turn ends, CompletePendingToolCallsForTurn rewrites the turn's still-open tool calls in one
+//   statement with jsonb_set(metadata::jsonb, ...)::text (jsonb's canonical text, with spaces) and
+//   updated_at = CURRENT_TIMESTAMP;
+// - a session's mix: streamed agent text, tool calls of every kind kandev normalizes (read_file,
+//   modify_file with diffs, shell_exec with stdout, code_search, http_request, manage_todos) with
+//   payloads of 0.3-20 KB, permission requests, message deletes, an abandoned session deleted, and the
+//   subagent calls.
 //
-// At scale 1 the plan is exactly SPEC §1: 253 subagents in 127 turns of 38 sessions (one session per
-// card); agent status async_launched 190, completed 57 (usage on all, a model on 49), started 5 (OpenCode,
-// child_session_id only), absent 1; fan-out per turn 1→65, 2→12, 3→42, 4→5, 5→2, 8→1; one nested
-// subagent; subagent_type missing on 3; largest total_tokens 275,717. Around it: plain chat messages, a
-// few malformed frames (anomalous metrics, unparseable metadata) and one frame without identity.
+// At scale 1 the subagent calls are exactly SPEC §1: 253 subagents in 127 turns of 38 sessions (one
+// session per card); agent status async_launched 190, completed 57 (usage on all, a model on 49),
+// started 5 (OpenCode, child_session_id only), absent 1; fan-out per turn 1→65, 2→12, 3→42, 4→5, 5→2,
+// 8→1; one nested subagent; subagent_type missing on 3; largest total_tokens 275,717; completed ones
+// report a result_text of up to 50 KB. Around them: a few malformed frames (anomalous metrics, a frame
+// without identity and, on hosts that can hold it, unparseable metadata).
+//
+// executeWrite() is the one place that turns a planned write into kandev's statements; writeHistory()
+// and replayLive() drive it for the demo and tests, the benchmarks drive it directly.
 import type pg from 'pg';
 import { seededRandom } from './random.js';
+import { goMarshal } from './gojson.js';
 import { quoteIdent } from '../src/sql.js';
+import { payloadSize, sourceText, stdoutText, htmlText, diffText, shellCommand, prose, pick, FILES, IDENT } from './payloads.js';
 
 export const SHAPE = {
   sessions: 38,
@@ -21,21 +36,59 @@ export const SHAPE = {
   completedWithModel: 49,
   typeMissing: 3,
   maxTokens: 275_717,
+  maxResultText: 50 * 1024,
 };
 
 export type AgentStatus = keyof typeof SHAPE.status;
 
-export interface Frame {
-  message: string;
-  /** 'insert' is kandev's first write of the row; every later frame is an 'update' of its metadata. */
-  op: 'insert' | 'update';
+/** The tool kinds kandev normalizes, besides subagent_task. */
+export const TOOL_KINDS = ['read_file', 'modify_file', 'shell_exec', 'code_search', 'http_request', 'manage_todos'] as const;
+export type ToolKind = typeof TOOL_KINDS[number];
+
+/** What kandev's own subagent writer knows about a subagent frame (its upsert's values, SPEC §4). */
+export interface SubagentValues {
+  tool_call_id: string;
+  parent_tool_call_id: string | null;
+  subagent_type: string | null;
+  description: string | null;
+  agent_id: string | null;
+  child_session_id: string | null;
+  model: string | null;
+  agent_status: string | null;
+  tool_status: string | null;
+  is_async: number;
+  total_tokens: number | null;
+  tool_use_count: number | null;
+  duration_ms: number | null;
+}
+
+/** What a write is, for accounting: the stats it moves and the traffic classes of the benchmarks. */
+export type WriteClass = 'text' | 'prompt' | 'tool' | 'permission' | 'subagent' | 'bulk' | 'delete' | 'odd';
+
+interface RowDocument {
+  content: string;
+  requestsInput: 0 | 1;
+  type: string;
   metadata: string | null;
-  /** Counted by the capture stats (normalized.kind = subagent_task). */
+}
+
+export type Write =
+  | ({ op: 'insert'; message: string; authorType: 'user' | 'agent' } & RowDocument & WriteFacts)
+  | ({ op: 'update'; message: string } & RowDocument & WriteFacts)
+  /** CompletePendingToolCallsForTurn: `qualifying` is how many subagent rows it rewrites. */
+  | ({ op: 'complete_pending'; qualifying: number } & Omit<WriteFacts, 'qualifies'> & { qualifies: false })
+  | ({ op: 'delete_message'; message: string } & Omit<WriteFacts, 'qualifies'> & { qualifies: false });
+
+interface WriteFacts {
+  class: WriteClass;
+  /** normalized.kind = subagent_task after the write: counted by the capture stats. */
   qualifies: boolean;
-  /** A qualifying frame without a tool_call_id: counted as skipped, no row. */
+  /** A qualifying write without a tool_call_id: counted as skipped, no row. */
   noIdentity?: boolean;
-  /** A qualifying frame with a negative or malformed metric. */
+  /** A qualifying write with a negative or malformed metric. */
   anomalous?: boolean;
+  /** For subagent frames: what kandev's own writer upserts. */
+  subagent?: SubagentValues;
 }
 
 export interface PlannedSubagent {
@@ -51,8 +104,8 @@ export interface PlannedTurn {
   id: string;
   index: number;
   subagents: PlannedSubagent[];
-  /** Frames in the order one writer sends them (the subagents of a turn interleave). */
-  frames: Frame[];
+  /** Writes in the order one writer sends them. */
+  writes: Write[];
 }
 
 export interface PlannedSession {
@@ -60,17 +113,20 @@ export interface PlannedSession {
   session: string;
   /** Written before installation (picked up by the backfill) or replayed live. */
   history: boolean;
+  /** An abandoned session of an existing card: written, then deleted with all its messages. */
+  abandoned?: boolean;
   turns: PlannedTurn[];
 }
 
 export interface TrafficPlan {
   sessions: PlannedSession[];
-  /** Separate messages whose metadata cannot be parsed: never captured, never counted. */
-  unparseable: number;
   totals: {
     subagents: number;
+    /** Turns with at least one subagent. */
     turns: number;
-    frames: number;
+    writes: number;
+    /** Writes by class, over the whole plan. */
+    byClass: Record<WriteClass, number>;
     /** Expected capture stats for the live part (history is written before the trigger exists). */
     live: { attempted: number; skipped_no_identity: number; anomalous_value: number; persisted: number; subagents: number };
     history: { subagents: number };
@@ -83,9 +139,15 @@ export interface PlanOptions {
   /** Share of sessions written as history before installation. Default 0.25. */
   historyShare?: number;
   seed?: number;
+  /** Non-subagent tool calls per turn (each a pending, running and final frame). Default 6. */
+  toolCallsPerTurn?: number;
+  /** Turns without any subagent, per session. Default 1. */
+  plainTurnsPerSession?: number;
+  /** Write a few unparseable metadata texts (a host with kandev's metadata index refuses them). Default true. */
+  invalidJson?: boolean;
+  /** Payload sizes of tool calls, bytes. Default [300, 20000]. */
+  payloadBytes?: [number, number];
 }
-
-const random = seededRandom;
 
 function shuffle<T>(items: T[], rnd: () => number): T[] {
   for (let i = items.length - 1; i > 0; i--) {
@@ -98,11 +160,26 @@ function shuffle<T>(items: T[], rnd: () => number): T[] {
 const CLAUDE_TYPES = ['general-purpose', 'Explore', 'security-reviewer', 'code-reviewer', 'test-writer'];
 const OPENCODE_TYPES = ['general', 'explore'];
 const MODELS = ['claude-opus-5[1m]', 'claude-sonnet-5', 'claude-haiku-5'];
+const TERMINAL = new Set(['complete', 'completed', 'success', 'error', 'failed', 'cancelled']);
+
+/** The Go-encoded metadata of a tool-call message (kandev's map: top-level fields plus normalized). */
+function toolMetadata(callId: string | null, title: string, status: string, kind: string, payload: Record<string, unknown> | null,
+  extra: Record<string, unknown> = {}): string {
+  const doc: Record<string, unknown> = { title, status, ...extra };
+  if (callId !== null) doc.tool_call_id = callId;
+  const normalized: Record<string, unknown> = { kind };
+  if (payload) normalized[kind] = payload;
+  doc.normalized = normalized;
+  return goMarshal(doc);
+}
 
 export function planTraffic(opts: PlanOptions = {}): TrafficPlan {
   const scale = Math.max(1, Math.floor(opts.scale ?? 1));
-  const rnd = random(opts.seed ?? 20260812);
+  const rnd = seededRandom(opts.seed ?? 20260812);
   const historyShare = opts.historyShare ?? 0.25;
+  const toolCalls = opts.toolCallsPerTurn ?? 6;
+  const plainTurns = opts.plainTurnsPerSession ?? 1;
+  const [minBytes, maxBytes] = opts.payloadBytes ?? [300, 20_000];
 
   // Turns by fan-out, shuffled; then subagent attributes, shuffled over all subagents.
   const fanouts: number[] = [];
@@ -113,15 +190,14 @@ export function planTraffic(opts: PlanOptions = {}): TrafficPlan {
   const statuses: AgentStatus[] = [];
   for (const [s, n] of Object.entries(SHAPE.status)) for (let i = 0; i < n * scale; i++) statuses.push(s as AgentStatus);
   shuffle(statuses, rnd);
-  // Which completed subagents report a model, and which subagents lack a type.
   const completedIdx = statuses.flatMap((s, i) => (s === 'completed' ? [i] : []));
   const withModel = new Set(shuffle([...completedIdx], rnd).slice(0, SHAPE.completedWithModel * scale));
   const typeMissing = new Set(shuffle([...Array(total).keys()], rnd).slice(0, SHAPE.typeMissing * scale));
   const maxTokensAt = completedIdx[Math.floor(rnd() * completedIdx.length)];
+  const maxResultAt = completedIdx[Math.floor(rnd() * completedIdx.length)];
   // Two completed subagents of live sessions first send a frame with malformed metrics (anomalous,
   // then corrected), so the live capture counts them.
   let anomalousLeft = 2 * scale;
-  const anomalousAt = new Set<number>();
 
   const sessionCount = SHAPE.sessions * scale;
   const sessions: PlannedSession[] = [];
@@ -132,11 +208,11 @@ export function planTraffic(opts: PlanOptions = {}): TrafficPlan {
 
   let next = 0;
   let nestedPlaced = 0;
-  const nestedWanted = scale;
+  const ctx: TurnContext = { rnd, toolCalls, minBytes, maxBytes, toolSeq: 0 };
   fanouts.forEach((fanout, t) => {
     const session = sessions[t % sessionCount];
-    const turnId = `turn-${t + 1}`;
     const subagents: PlannedSubagent[] = [];
+    const anomalous = new Set<number>();
     for (let k = 0; k < fanout; k++, next++) {
       const status = statuses[next];
       const claude = status !== 'started';
@@ -144,167 +220,390 @@ export function planTraffic(opts: PlanOptions = {}): TrafficPlan {
       subagents.push({
         toolCallId: claude ? `toolu_${String(next + 1).padStart(6, '0')}` : `call_${String(next + 1).padStart(6, '0')}`,
         status,
-        subagentType: typeMissing.has(next) ? null : types[Math.floor(rnd() * types.length)],
-        model: status === 'completed' && withModel.has(next) ? MODELS[Math.floor(rnd() * MODELS.length)] : null,
-        totalTokens: status === 'completed'
-          ? (next === maxTokensAt ? SHAPE.maxTokens : 4_000 + Math.floor(rnd() * 200_000))
-          : null,
+        subagentType: typeMissing.has(next) ? null : pick(rnd, types),
+        model: status === 'completed' && withModel.has(next) ? pick(rnd, MODELS) : null,
+        totalTokens: status === 'completed' ? (next === maxTokensAt ? SHAPE.maxTokens : 4_000 + Math.floor(rnd() * 200_000)) : null,
         parentToolCallId: null,
       });
+      if (!session.history && anomalousLeft > 0 && status === 'completed' && next !== maxTokensAt) { anomalous.add(k); anomalousLeft--; }
     }
     // One subagent spawned by a subagent: the second of the first two-way fan-out turns.
-    if (nestedPlaced < nestedWanted && fanout === 2 && subagents[0].status !== 'started' && subagents[1].status !== 'started') {
+    if (nestedPlaced < scale && fanout === 2 && subagents[0].status !== 'started' && subagents[1].status !== 'started') {
       subagents[1].parentToolCallId = subagents[0].toolCallId;
       nestedPlaced++;
     }
-    if (!session.history) {
-      subagents.forEach((a, k) => {
-        const i = next - fanout + k;
-        if (anomalousLeft > 0 && a.status === 'completed' && i !== maxTokensAt) { anomalousAt.add(i); anomalousLeft--; }
-      });
-    }
-    const turn: PlannedTurn = { id: turnId, index: t, subagents, frames: [] };
-    turn.frames = framesFor(turn, rnd, anomalousAt, next - fanout);
+    const resultAt = new Set(subagents.flatMap((_, k) => (next - fanout + k === maxResultAt ? [k] : [])));
+    const turn: PlannedTurn = { id: `turn-${t + 1}`, index: t, subagents, writes: [] };
+    turn.writes = turnWrites(ctx, turn, anomalous, resultAt);
     session.turns.push(turn);
   });
+  // Turns without subagents, after each session's fan-out turns.
+  for (const s of sessions) {
+    for (let k = 0; k < plainTurns; k++) {
+      const turn: PlannedTurn = { id: `turn-${s.session}-plain-${k + 1}`, index: -1, subagents: [], writes: [] };
+      turn.writes = turnWrites(ctx, turn, new Set(), new Set());
+      s.turns.push(turn);
+    }
+  }
 
-  // Around the subagents: a frame without identity and unparseable metadata, in the first live session.
+  // Odd writes, in the first live session: a qualifying frame without identity, and (where the host
+  // can hold them) metadata that does not parse. Its own turn, never bulk-completed: kandev's
+  // jsonb_set rewrite would fail on unparseable rows.
   const firstLive = sessions.find((s) => !s.history) ?? sessions[0];
-  const oddTurn = firstLive.turns[0];
-  oddTurn.frames.push({
-    message: `msg-${oddTurn.id}-no-identity`, op: 'insert', qualifies: true, noIdentity: true,
-    metadata: JSON.stringify({ title: 'Task', status: 'pending', normalized: { kind: 'subagent_task', subagent_task: { subagent_type: 'Explore', status: 'async_launched' } } }),
-  });
-  const unparseable = ['', 'null', '{"tool_call_id":"toolu_cut","normalized":{"kind":"subagent_ta'];
-  unparseable.forEach((metadata, i) => oddTurn.frames.push({ message: `msg-${oddTurn.id}-odd-${i}`, op: 'insert', qualifies: false, metadata }));
+  const odd: PlannedTurn = { id: `turn-${firstLive.session}-odd`, index: -1, subagents: [], writes: [] };
+  odd.writes.push({ op: 'insert', class: 'odd', message: `msg-${odd.id}-no-identity`, authorType: 'agent', content: '', requestsInput: 0,
+    type: 'tool_call', qualifies: true, noIdentity: true,
+    metadata: toolMetadata(null, 'Task', 'pending', 'subagent_task', { subagent_type: 'Explore', status: 'async_launched' }) });
+  if (opts.invalidJson ?? true) {
+    ['', 'null', '{"tool_call_id":"toolu_cut","normalized":{"kind":"subagent_ta'].forEach((metadata, i) =>
+      odd.writes.push({ op: 'insert', class: 'odd', message: `msg-${odd.id}-${i}`, authorType: 'agent', content: '', requestsInput: 0,
+        type: 'tool_call', metadata, qualifies: false }));
+  }
+  firstLive.turns.push(odd);
 
+  // An abandoned session of the last live card: a turn of ordinary traffic, then the session is deleted
+  // (kandev's DeleteTaskSession); its messages go with it by cascade.
+  const lastLive = sessions[sessions.length - 1];
+  const abandoned: PlannedSession = { task: lastLive.task, session: `${lastLive.session}-abandoned`, history: false, abandoned: true, turns: [] };
+  const at: PlannedTurn = { id: `turn-${abandoned.session}-1`, index: -1, subagents: [], writes: [] };
+  at.writes = turnWrites(ctx, at, new Set(), new Set());
+  abandoned.turns.push(at);
+  sessions.push(abandoned);
+
+  const byClass = { text: 0, prompt: 0, tool: 0, permission: 0, subagent: 0, bulk: 0, delete: 0, odd: 0 };
   const live = { attempted: 0, skipped_no_identity: 0, anomalous_value: 0, persisted: 0, subagents: 0 };
   let historySubagents = 0;
-  let frames = 0;
+  let writes = 0;
   for (const s of sessions) {
     for (const t of s.turns) {
-      frames += t.frames.length;
+      for (const w of t.writes) { byClass[w.class]++; writes++; }
       if (s.history) { historySubagents += t.subagents.length; continue; }
       live.subagents += t.subagents.length;
-      for (const f of t.frames) {
-        if (!f.qualifies) continue;
-        live.attempted++;
-        if (f.noIdentity) live.skipped_no_identity++;
-        else live.persisted++;
-        if (f.anomalous) live.anomalous_value++;
+      for (const w of t.writes) {
+        const n = w.op === 'complete_pending' ? w.qualifying : w.qualifies ? 1 : 0;
+        live.attempted += n;
+        if (w.noIdentity) live.skipped_no_identity += n;
+        else live.persisted += n;
+        if (w.anomalous) live.anomalous_value += n;
       }
     }
   }
   return {
     sessions,
-    unparseable: unparseable.length,
-    totals: { subagents: total, turns: fanouts.length, frames, live, history: { subagents: historySubagents } },
+    totals: { subagents: total, turns: fanouts.length, writes, byClass, live, history: { subagents: historySubagents } },
   };
 }
 
-/** The frames of one turn: a user prompt, then each subagent's tool call from launch to its last frame. */
-function framesFor(turn: PlannedTurn, rnd: () => number, anomalousAt: Set<number>, firstIndex: number): Frame[] {
-  const perCall: Frame[][] = turn.subagents.map((a, k) => {
-    const msg = `msg-${a.toolCallId}`;
-    const base = (status: string, sub: Record<string, unknown> | null, kind = 'subagent_task'): string => {
-      const doc: Record<string, unknown> = { tool_call_id: a.toolCallId, title: a.status === 'started' ? 'task' : 'Task', status };
-      if (a.parentToolCallId) doc.parent_tool_call_id = a.parentToolCallId;
-      const normalized: Record<string, unknown> = { kind };
-      if (sub) normalized[kind] = sub;
-      doc.normalized = normalized;
-      return JSON.stringify(doc);
-    };
-    const sub = (extra: Record<string, unknown>) => {
-      const o: Record<string, unknown> = { description: `step ${k + 1} of ${turn.id}`, prompt: 'work on it' };
-      if (a.subagentType) o.subagent_type = a.subagentType;
-      return { ...o, ...extra };
-    };
-    const q = (m: string, op: Frame['op'], extra: Partial<Frame> = {}): Frame => ({ message: msg, op, metadata: m, qualifies: true, ...extra });
-    switch (a.status) {
-      case 'async_launched': {
-        // Claude background dispatch: first written as a generic tool call, then the launch, then the
-        // tool call completes at once; usage is never reported.
-        const agent = { status: 'async_launched', is_async: true, agent_id: `agent-${a.toolCallId}` };
-        return [
-          { message: msg, op: 'insert', qualifies: false, metadata: base('pending', { name: 'Task' }, 'tool_call') },
-          q(base('in_progress', sub(agent)), 'update'),
-          q(base('completed', sub({ ...agent, output_file: `/tmp/${a.toolCallId}.out` })), 'update'),
-        ];
-      }
-      case 'completed': {
-        const usage: Record<string, unknown> = {
-          status: 'completed', agent_id: `agent-${a.toolCallId}`, total_tokens: a.totalTokens,
-          tool_use_count: Math.floor(rnd() * 40), duration_ms: 5_000 + Math.floor(rnd() * 600_000),
-          result_text: 'done',
-        };
-        if (a.model) usage.model = a.model;
-        const frames = [q(base('pending', sub({})), 'insert'), q(base('in_progress', sub({ status: 'running' })), 'update')];
-        if (anomalousAt.has(firstIndex + k)) {
-          frames.push(q(base('in_progress', sub({ status: 'running', total_tokens: -1, tool_use_count: '7' })), 'update', { anomalous: true }));
-        }
-        frames.push(q(base('completed', sub(usage)), 'update'));
-        return frames;
-      }
-      case 'started':
-        // OpenCode: the child session id only, and no final frame yet (outstanding).
-        return [
-          q(base('pending', sub({})), 'insert'),
-          q(base('in_progress', sub({ status: 'started', child_session_id: `ses_${a.toolCallId}` })), 'update'),
-        ];
-      case 'absent':
-        return [q(base('pending', sub({})), 'insert'), q(base('completed', sub({})), 'update')];
-    }
-  });
-  // A user prompt opens the turn; the subagents' frames interleave round-robin (they run concurrently).
-  const frames: Frame[] = [{ message: `msg-${turn.id}-prompt`, op: 'insert', qualifies: false, metadata: '{}' }];
-  for (let i = 0; perCall.some((f) => i < f.length); i++) for (const f of perCall) if (i < f.length) frames.push(f[i]);
-  return frames;
+interface TurnContext {
+  rnd: () => number;
+  toolCalls: number;
+  minBytes: number;
+  maxBytes: number;
+  toolSeq: number;
 }
 
-
-async function createSessionRows(client: pg.ClientBase, schema: string, s: PlannedSession, at: string | null) {
-  const S = quoteIdent(schema);
-  const ts = at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : '$3::timestamp';
-  const args = (extra: unknown[]) => (at === null ? extra : [...extra, at]);
-  await client.query(`INSERT INTO ${S}.tasks (id, title, created_at, updated_at) VALUES ($1, $2, ${ts}, ${ts})`,
-    args([s.task, `card ${s.task}`]));
-  await client.query(`INSERT INTO ${S}.task_sessions (id, task_id, started_at, updated_at) VALUES ($1, $2, ${ts}, ${ts})`,
-    args([s.session, s.task]));
-}
-
-async function createTurnRow(client: pg.ClientBase, schema: string, s: PlannedSession, t: PlannedTurn, at: string | null) {
-  const S = quoteIdent(schema);
-  const ts = at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : '$4::timestamp';
-  await client.query(
-    `INSERT INTO ${S}.task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ($1, $2, $3, ${ts}, ${ts}, ${ts})`,
-    at === null ? [t.id, s.session, s.task] : [t.id, s.session, s.task, at]);
-}
-
-/** One frame as kandev writes it. `at` null = the current UTC time (live); else an explicit timestamp. */
-async function writeFrame(client: pg.ClientBase, schema: string, s: PlannedSession, t: PlannedTurn, f: Frame, at: string | null) {
-  const S = quoteIdent(schema);
-  const ts = (n: number) => (at === null ? `(clock_timestamp() AT TIME ZONE 'UTC')` : `$${n}::timestamp`);
-  if (f.op === 'insert') {
-    await client.query(
-      `INSERT INTO ${S}.task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, '', $6, $7, ${ts(8)}, ${ts(8)})`,
-      [f.message, s.session, s.task, t.id, f.message.endsWith('-prompt') ? 'user' : 'agent',
-       f.message.endsWith('-prompt') ? 'message' : 'tool_call', f.metadata, ...(at === null ? [] : [at])]);
-  } else {
-    await client.query(`UPDATE ${S}.task_session_messages SET metadata = $2, updated_at = ${ts(3)} WHERE id = $1`,
-      [f.message, f.metadata, ...(at === null ? [] : [at])]);
+/** The writes of one streamed agent text message: an INSERT, then an UPDATE per chunk of the whole text. */
+function streamedText(ctx: TurnContext, message: string, chunks: number): Write[] {
+  const { rnd } = ctx;
+  const out: Write[] = [];
+  let content = '';
+  for (let k = 0; k <= chunks; k++) {
+    content += prose(rnd, 40 + Math.floor(rnd() * 200)) + ' ';
+    const doc = { content, requestsInput: 0 as const, type: 'message', metadata: '{}' };
+    out.push(k === 0 ? { op: 'insert', class: 'text', message, authorType: 'agent', qualifies: false, ...doc }
+                     : { op: 'update', class: 'text', message, qualifies: false, ...doc });
   }
+  return out;
+}
+
+/** A tool call of one of kandev's normalized kinds: pending, running, then (unless left open) its result. */
+function toolCall(ctx: TurnContext, turn: PlannedTurn, kind: ToolKind, leaveOpen: boolean): Write[] {
+  const { rnd } = ctx;
+  const n = ++ctx.toolSeq;
+  const callId = `toolu_t${String(n).padStart(7, '0')}`;
+  const message = `msg-${turn.id}-tool-${n}`;
+  const bytes = payloadSize(rnd, ctx.minBytes, ctx.maxBytes);
+  const file = pick(rnd, FILES);
+  let title: string;
+  let input: Record<string, unknown>;
+  let result: Record<string, unknown>;
+  switch (kind) {
+    case 'read_file':
+      title = `Read ${file}`;
+      input = { file_path: file, offset: 0, limit: 400 };
+      result = { ...input, content: sourceText(rnd, bytes) };
+      break;
+    case 'modify_file':
+      title = `Edit ${file}`;
+      input = { file_path: file };
+      result = { file_path: file, mutations: [{ type: 'patch', diff: diffText(rnd, bytes) }] };
+      break;
+    case 'shell_exec': {
+      const command = shellCommand(rnd);
+      title = command;
+      input = { command, description: 'run the checks', timeout_ms: 120000 };
+      result = { ...input, output: { exit_code: rnd() < 0.8 ? 0 : 1, stdout: stdoutText(rnd, bytes), stderr: '' } };
+      break;
+    }
+    case 'code_search': {
+      const pattern = `${pick(rnd, IDENT)}.*(<|>=)`;
+      title = `grep ${pattern}`;
+      input = { pattern, path: 'apps', glob: '*.{go,ts,tsx}' };
+      result = { ...input, matches: stdoutText(rnd, bytes).split('\n').map((l, i) => `${file}:${i + 1}: ${l}`) };
+      break;
+    }
+    case 'http_request': {
+      const url = `https://pkg.go.dev/search?q=${pick(rnd, IDENT)}&m=package`;
+      title = `Fetch ${url}`;
+      input = { url, method: 'GET' };
+      result = { ...input, status_code: 200, response: htmlText(rnd, bytes) };
+      break;
+    }
+    case 'manage_todos': {
+      const todos = Array.from({ length: Math.max(2, Math.floor(bytes / 120)) }, (_, i) => ({
+        content: `check ${pick(rnd, IDENT)} < ${pick(rnd, IDENT)} && fix ${pick(rnd, FILES)}`,
+        status: i < 2 ? 'completed' : i === 2 ? 'in_progress' : 'pending', active_form: `checking step ${i + 1}` }));
+      title = 'Update todos';
+      input = { todos: todos.slice(0, 2) };
+      result = { todos };
+      break;
+    }
+  }
+  const meta = (status: string, payload: Record<string, unknown>) => toolMetadata(callId, title, status, kind, payload);
+  const doc = (status: string, payload: Record<string, unknown>) => ({ content: '', requestsInput: 0 as const, type: 'tool_call', metadata: meta(status, payload), qualifies: false as const });
+  const writes: Write[] = [
+    { op: 'insert', class: 'tool', message, authorType: 'agent', ...doc('pending', input) },
+    { op: 'update', class: 'tool', message, ...doc('in_progress', input) },
+  ];
+  if (!leaveOpen) writes.push({ op: 'update', class: 'tool', message, ...doc(rnd() < 0.95 ? 'completed' : 'failed', result) });
+  return writes;
+}
+
+/** A permission request (requests_input = 1 until answered), then the shell call it guarded. */
+function permissionRequest(ctx: TurnContext, turn: PlannedTurn): Write[] {
+  const { rnd } = ctx;
+  const n = ++ctx.toolSeq;
+  const message = `msg-${turn.id}-permission-${n}`;
+  const command = shellCommand(rnd);
+  const metadata = (status: string) => goMarshal({
+    tool_call_id: `toolu_p${String(n).padStart(7, '0')}`, status, title: command,
+    action: { type: 'shell_exec', command },
+    options: [{ kind: 'allow_once', name: 'Allow', option_id: 'allow' }, { kind: 'allow_always', name: 'Always allow', option_id: 'always' },
+      { kind: 'reject_once', name: 'Reject', option_id: 'reject' }],
+  });
+  const content = `Allow the agent to run: ${command}`;
+  return [
+    { op: 'insert', class: 'permission', message, authorType: 'agent', content, requestsInput: 1, type: 'permission_request', metadata: metadata('pending'), qualifies: false },
+    { op: 'update', class: 'permission', message, content, requestsInput: 0, type: 'permission_request', metadata: metadata(rnd() < 0.9 ? 'approved' : 'rejected'), qualifies: false },
+  ];
+}
+
+/** The writes of one subagent's tool call, from its launch to its last frame. */
+function subagentWrites(ctx: TurnContext, turn: PlannedTurn, k: number, anomalous: boolean, fullReport: boolean, turnEnds: boolean): Write[] {
+  const { rnd } = ctx;
+  const a = turn.subagents[k];
+  const message = `msg-${a.toolCallId}`;
+  const title = a.status === 'started' ? 'task' : 'Task';
+  const description = `step ${k + 1} of ${turn.id}`;
+  const prompt = prose(rnd, payloadSize(rnd, 400, 3000));
+  const base = (extra: Record<string, unknown>) => {
+    const o: Record<string, unknown> = { description, prompt };
+    if (a.subagentType) o.subagent_type = a.subagentType;
+    return { ...o, ...extra };
+  };
+  const top = a.parentToolCallId ? { parent_tool_call_id: a.parentToolCallId } : {};
+  const values = (status: string, sub: Record<string, unknown>): SubagentValues => ({
+    tool_call_id: a.toolCallId, parent_tool_call_id: a.parentToolCallId, subagent_type: a.subagentType, description,
+    agent_id: (sub.agent_id as string) ?? null, child_session_id: (sub.child_session_id as string) ?? null,
+    model: (sub.model as string) ?? null, agent_status: (sub.status as string) ?? null, tool_status: status,
+    is_async: sub.is_async === true ? 1 : 0,
+    total_tokens: typeof sub.total_tokens === 'number' && sub.total_tokens > 0 ? sub.total_tokens : null,
+    tool_use_count: typeof sub.tool_use_count === 'number' && sub.tool_use_count >= 0 ? sub.tool_use_count : null,
+    duration_ms: typeof sub.duration_ms === 'number' && sub.duration_ms > 0 ? sub.duration_ms : null,
+  });
+  const frame = (op: 'insert' | 'update', status: string, sub: Record<string, unknown>, extra: Partial<WriteFacts> = {}): Write => {
+    const doc = { content: '', requestsInput: 0 as const, type: 'tool_call', metadata: toolMetadata(a.toolCallId, title, status, 'subagent_task', base(sub), top) };
+    const facts = { class: 'subagent' as const, qualifies: true, subagent: values(status, sub), ...extra };
+    return op === 'insert' ? { op, message, authorType: 'agent', ...doc, ...facts } : { op, message, ...doc, ...facts };
+  };
+  switch (a.status) {
+    case 'async_launched': {
+      // Claude background dispatch: first written as a generic tool call, then the launch, then the
+      // tool call completes at once; usage is never reported.
+      const agent = { status: 'async_launched', is_async: true, agent_id: `agent-${a.toolCallId}` };
+      return [
+        { op: 'insert', class: 'subagent', message, authorType: 'agent', content: '', requestsInput: 0, type: 'tool_call', qualifies: false,
+          metadata: toolMetadata(a.toolCallId, title, 'pending', 'tool_call', { name: 'Task', arguments: { description, prompt } }, top) },
+        frame('update', 'in_progress', agent),
+        frame('update', 'completed', { ...agent, output_file: `/tmp/claude/${a.toolCallId}.output` }),
+      ];
+    }
+    case 'completed': {
+      const usage: Record<string, unknown> = {
+        status: 'completed', agent_id: `agent-${a.toolCallId}`, total_tokens: a.totalTokens,
+        tool_use_count: Math.floor(rnd() * 40), duration_ms: 5_000 + Math.floor(rnd() * 600_000),
+        result_text: fullReport ? prose(rnd, SHAPE.maxResultText) : prose(rnd, payloadSize(rnd, 1_000, SHAPE.maxResultText)),
+      };
+      if (a.model) usage.model = a.model;
+      const writes = [frame('insert', 'pending', {}), frame('update', 'in_progress', { status: 'running' })];
+      if (anomalous) writes.push(frame('update', 'in_progress', { status: 'running', total_tokens: -1, tool_use_count: '7' }, { anomalous: true }));
+      writes.push(frame('update', 'completed', usage));
+      return writes;
+    }
+    case 'started':
+      // OpenCode: the child session id only, and no final frame yet (outstanding; its turn is still open).
+      return [frame('insert', 'pending', {}), frame('update', 'in_progress', { status: 'started', child_session_id: `ses_${a.toolCallId}` })];
+    case 'absent':
+      // Never reports a status of its own; its tool call is closed by the turn's bulk completion, or by
+      // a last frame of its own when the turn is still open.
+      return [frame('insert', 'pending', {}), frame('update', turnEnds ? 'in_progress' : 'completed', {})];
+  }
+}
+
+/**
+ * One turn: the user's prompt, streamed agent text, tool calls (one in ten left open), a permission
+ * request, the subagents' frames interleaved round-robin among them (they run concurrently), closing
+ * text, a deleted message, and the bulk completion of whatever the turn left open.
+ */
+function turnWrites(ctx: TurnContext, turn: PlannedTurn, anomalous: Set<number>, fullReport: Set<number>): Write[] {
+  const { rnd } = ctx;
+  const writes: Write[] = [{
+    op: 'insert', class: 'prompt', message: `msg-${turn.id}-prompt`, authorType: 'user', content: prose(rnd, 200 + Math.floor(rnd() * 800)),
+    requestsInput: 0, type: 'message', metadata: '{}', qualifies: false,
+  }];
+  writes.push(...streamedText(ctx, `msg-${turn.id}-text-1`, 2 + Math.floor(rnd() * 4)));
+  const tools: Write[][] = [];
+  let open = 0;
+  for (let i = 0; i < ctx.toolCalls; i++) {
+    const leaveOpen = rnd() < 0.1;
+    if (leaveOpen) open++;
+    tools.push(toolCall(ctx, turn, TOOL_KINDS[(ctx.toolSeq + i) % TOOL_KINDS.length], leaveOpen));
+  }
+  if (ctx.toolCalls > 0) tools.splice(Math.floor(rnd() * tools.length), 0, permissionRequest(ctx, turn));
+  // A turn with an OpenCode subagent still running has not ended (its subagents stay outstanding).
+  const turnEnds = !turn.subagents.some((a) => a.status === 'started');
+  const subs = turn.subagents.map((_, k) => subagentWrites(ctx, turn, k, anomalous.has(k), fullReport.has(k), turnEnds));
+  // Tool calls run one after another; the subagents' frames interleave with them.
+  const lanes = [tools.flat(), ...subs];
+  for (let i = 0; lanes.some((l) => i < l.length); i++) for (const l of lanes) if (i < l.length) writes.push(l[i]);
+  writes.push(...streamedText(ctx, `msg-${turn.id}-text-2`, 1 + Math.floor(rnd() * 3)));
+  // A queued message the user withdrew.
+  writes.push({ op: 'insert', class: 'prompt', message: `msg-${turn.id}-withdrawn`, authorType: 'user', content: 'also check the docs',
+    requestsInput: 0, type: 'message', metadata: '{}', qualifies: false });
+  writes.push({ op: 'delete_message', class: 'delete', message: `msg-${turn.id}-withdrawn`, qualifies: false });
+  // The turn ends: CompletePendingToolCallsForTurn closes what is still open.
+  const qualifying = turn.subagents.filter((a) => a.status === 'absent').length;
+  if (turnEnds && (open > 0 || qualifying > 0)) writes.push({ op: 'complete_pending', class: 'bulk', qualifying, qualifies: false });
+  return writes;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// kandev's statements.
+
+/** The statements kandev 0.91 issues, named so a benchmark or test can prepare them once. */
+export function kandevStatements(schema: string) {
+  const S = quoteIdent(schema);
+  return {
+    lock: { name: `kandev-lock-${schema}`, text: `SELECT pg_advisory_xact_lock(hashtextextended('task_session_messages:' || $1, 0))` },
+    insert: {
+      name: `kandev-insert-${schema}`,
+      text: `INSERT INTO ${S}.task_session_messages (id, task_session_id, task_id, turn_id, author_type, author_id, content,
+               requests_input, type, metadata, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, '', $6, $7, $8, $9, coalesce($10::timestamp, clock_timestamp() AT TIME ZONE 'UTC'),
+                     coalesce($10::timestamp, clock_timestamp() AT TIME ZONE 'UTC'))`,
+    },
+    update: {
+      name: `kandev-update-${schema}`,
+      text: `UPDATE ${S}.task_session_messages SET content = $2, requests_input = $3, type = $4, metadata = $5,
+               updated_at = coalesce($6::timestamp, clock_timestamp() AT TIME ZONE 'UTC') WHERE id = $1`,
+    },
+    completePending: {
+      name: `kandev-complete-pending-${schema}`,
+      text: `UPDATE ${S}.task_session_messages
+                SET metadata = jsonb_set(metadata::jsonb, '{status}', '"complete"')::text, updated_at = CURRENT_TIMESTAMP
+              WHERE turn_id = $1 AND type = 'tool_call' AND metadata::jsonb ->> 'status' IN ('pending', 'in_progress')`,
+    },
+    deleteMessage: { name: `kandev-delete-message-${schema}`, text: `DELETE FROM ${S}.task_session_messages WHERE id = $1` },
+    deleteSession: { name: `kandev-delete-session-${schema}`, text: `DELETE FROM ${S}.task_sessions WHERE id = $1` },
+  };
+}
+
+export interface WriteTarget {
+  schema: string;
+  session: string;
+  task: string;
+  turn: string;
+  /** An explicit UTC timestamp for created_at / updated_at (history); null = the current UTC time. */
+  at?: string | null;
+  /** Name the execution through the transaction-local setting (SPEC §5). */
+  executionId?: string;
+  /** Already inside a transaction (history): no BEGIN/COMMIT of its own. */
+  inTransaction?: boolean;
+}
+
+/** One planned write, as kandev issues it. */
+export async function executeWrite(client: pg.ClientBase, w: Write, t: WriteTarget): Promise<void> {
+  const st = kandevStatements(t.schema);
+  const at = t.at ?? null;
+  const tx = !t.inTransaction && (w.op === 'insert' || t.executionId !== undefined);
+  if (tx) await client.query('BEGIN');
+  try {
+    if (t.executionId !== undefined) {
+      await client.query(`SELECT set_config('subagent_context.agent_execution_id', $1, true)`, [t.executionId]);
+    }
+    switch (w.op) {
+      case 'insert':
+        await client.query({ ...st.lock, values: [t.session] });
+        await client.query({ ...st.insert, values: [w.message, t.session, t.task, t.turn, w.authorType, w.content, w.requestsInput, w.type, w.metadata, at] });
+        break;
+      case 'update':
+        await client.query({ ...st.update, values: [w.message, w.content, w.requestsInput, w.type, w.metadata, at] });
+        break;
+      case 'complete_pending':
+        await client.query({ ...st.completePending, values: [t.turn] });
+        break;
+      case 'delete_message':
+        await client.query({ ...st.deleteMessage, values: [w.message] });
+        break;
+    }
+    if (tx) await client.query('COMMIT');
+  } catch (err) {
+    if (tx) await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/** The task (cards are kandev's tasks) and session rows; idempotent for the task. */
+export async function createSessionRows(client: pg.ClientBase, schema: string, s: PlannedSession, at: string | null) {
+  const S = quoteIdent(schema);
+  const ts = `coalesce($3::timestamp, clock_timestamp() AT TIME ZONE 'UTC')`;
+  await client.query(`INSERT INTO ${S}.tasks (id, title, created_at, updated_at) VALUES ($1, $2, ${ts}, ${ts}) ON CONFLICT (id) DO NOTHING`,
+    [s.task, `card ${s.task}`, at]);
+  await client.query(`INSERT INTO ${S}.task_sessions (id, task_id, started_at, updated_at) VALUES ($1, $2, ${ts}, ${ts})`, [s.session, s.task, at]);
+}
+
+export async function createTurnRow(client: pg.ClientBase, schema: string, s: PlannedSession, t: PlannedTurn, at: string | null) {
+  const S = quoteIdent(schema);
+  const ts = `coalesce($4::timestamp, clock_timestamp() AT TIME ZONE 'UTC')`;
+  await client.query(`INSERT INTO ${S}.task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at)
+                      VALUES ($1, $2, $3, ${ts}, ${ts}, ${ts})`, [t.id, s.session, s.task, at]);
+}
+
+export async function deleteSession(client: pg.ClientBase, schema: string, session: string) {
+  await client.query({ ...kandevStatements(schema).deleteSession, values: [session] });
 }
 
 function historyTime(base: number, step: number): string {
   return new Date(base + step * 1000).toISOString().replace('T', ' ').replace('Z', '');
 }
 
-/** Writes the history sessions (before installation): old timestamps, one second apart. Returns frames written. */
+const writeCount = (sessions: PlannedSession[]) => sessions.reduce((n, s) => n + s.turns.reduce((m, t) => m + t.writes.length, 0), 0);
+
+/** Writes the history sessions (before installation), in one transaction: old timestamps, one second apart. Returns writes made. */
 export async function writeHistory(client: pg.ClientBase, schema: string, plan: TrafficPlan,
   onProgress?: (done: number, total: number) => void): Promise<number> {
   const sessions = plan.sessions.filter((s) => s.history);
-  const total = sessions.reduce((n, s) => n + s.turns.reduce((m, t) => m + t.frames.length, 0), 0);
+  const total = writeCount(sessions);
   const base = Date.UTC(2026, 7, 12, 9, 0, 0);
   let step = 0;
   await client.query('BEGIN');
@@ -313,8 +612,8 @@ export async function writeHistory(client: pg.ClientBase, schema: string, plan: 
       await createSessionRows(client, schema, s, historyTime(base, step));
       for (const t of s.turns) {
         await createTurnRow(client, schema, s, t, historyTime(base, step));
-        for (const f of t.frames) {
-          await writeFrame(client, schema, s, t, f, historyTime(base, ++step));
+        for (const w of t.writes) {
+          await executeWrite(client, w, { schema, session: s.session, task: s.task, turn: t.id, at: historyTime(base, ++step), inTransaction: true });
           onProgress?.(step, total);
         }
       }
@@ -338,35 +637,27 @@ export interface ReplayOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Replays the live sessions from concurrent writers, each frame its own transaction. Returns frames written. */
+/** Replays the live sessions from concurrent writers, each write as kandev makes it. Returns writes made. */
 export async function replayLive(pool: pg.Pool, schema: string, plan: TrafficPlan, opts: ReplayOptions = {}): Promise<number> {
   const sessions = plan.sessions.filter((s) => !s.history);
   const writers = Math.max(1, Math.min(opts.writers ?? 4, sessions.length));
-  const total = sessions.reduce((n, s) => n + s.turns.reduce((m, t) => m + t.frames.length, 0), 0);
+  const total = writeCount(sessions);
   let done = 0;
   await Promise.all([...Array(writers).keys()].map(async (w) => {
     const client = await pool.connect();
     try {
       for (const s of sessions.filter((_, i) => i % writers === w)) {
         await createSessionRows(client, schema, s, null);
+        const executionId = w === 0 && opts.executionIds !== false ? `exec-${s.session}` : undefined;
         for (const t of s.turns) {
           await createTurnRow(client, schema, s, t, null);
-          for (const f of t.frames) {
-            if (w === 0 && opts.executionIds !== false) {
-              await client.query('BEGIN');
-              await client.query(`SELECT set_config('subagent_context.agent_execution_id', $1, true)`, [`exec-${s.session}`]);
-              await writeFrame(client, schema, s, t, f, null);
-              await client.query('COMMIT');
-            } else {
-              await writeFrame(client, schema, s, t, f, null);
-            }
+          for (const write of t.writes) {
+            await executeWrite(client, write, { schema, session: s.session, task: s.task, turn: t.id, executionId });
             opts.onProgress?.(++done, total);
           }
         }
+        if (s.abandoned) await deleteSession(client, schema, s.session);
       }
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
     } finally {
       client.release();
     }
@@ -381,7 +672,15 @@ export function namedExecutionWrites(plan: TrafficPlan, writers = 4): number {
   let n = 0;
   sessions.forEach((s, i) => {
     if (i % w !== 0) return;
-    for (const t of s.turns) for (const f of t.frames) if (f.qualifies && !f.noIdentity) n++;
+    for (const t of s.turns) {
+      for (const x of t.writes) {
+        if (x.op === 'complete_pending') n += x.qualifying;
+        else if (x.qualifies && !x.noIdentity) n++;
+      }
+    }
   });
   return n;
 }
+
+/** Whether a tool status is terminal (the SPEC §4 set; the SQL owns it, test/terminal-status pins both). */
+export const isTerminal = (status: string | null) => status !== null && TERMINAL.has(status);
