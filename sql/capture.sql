@@ -139,7 +139,9 @@ BEGIN
   CREATE OR REPLACE TRIGGER subagent_context_capture
     AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
     FOR EACH ROW
-    WHEN (strpos(NEW.metadata, 'subagent_task') > 0 OR NEW.metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])')
+    WHEN (strpos(NEW.metadata, 'subagent_task') > 0
+       OR ((strpos(NEW.metadata, '\u005') > 0 OR strpos(NEW.metadata, '\u006') > 0 OR strpos(NEW.metadata, '\u007') > 0)
+           AND NEW.metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])'))
     EXECUTE FUNCTION @extschema@.capture_subagent_message();
   CASE state
     WHEN 'A' THEN ALTER TABLE @extschema@.task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture;

@@ -16,7 +16,9 @@
 -- index on task_session_messages (message-index.sql); test/prefilter.test.ts checks the three agree.
 CREATE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT strpos(metadata, 'subagent_task') > 0 OR metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])' $$;
+AS $$ SELECT strpos(metadata, 'subagent_task') > 0
+       OR ((strpos(metadata, '\u005') > 0 OR strpos(metadata, '\u006') > 0 OR strpos(metadata, '\u007') > 0)
+           AND metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])') $$;
 
 -- Does a parsed metadata document describe a subagent call?
 CREATE FUNCTION @extschema@.subagent_qualifies(doc jsonb)

@@ -29,7 +29,7 @@ BEGIN
     RETURN;
   ELSIF NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = current) THEN
     DROP INDEX @extschema@.subagent_context_recent_messages_idx;
-  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM 'subagent-context: prefilter 2' THEN
+  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM 'subagent-context: prefilter 3' THEN
     IF old IS NOT NULL THEN
       DROP INDEX @extschema@.subagent_context_recent_messages_idx_old;
     END IF;
@@ -40,9 +40,11 @@ $prepare$;
 -- statement
 CREATE INDEX CONCURRENTLY IF NOT EXISTS subagent_context_recent_messages_idx
   ON @extschema@.task_session_messages (created_at)
-  WHERE strpos(metadata, 'subagent_task') > 0 OR metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])';
+  WHERE strpos(metadata, 'subagent_task') > 0
+       OR ((strpos(metadata, '\u005') > 0 OR strpos(metadata, '\u006') > 0 OR strpos(metadata, '\u007') > 0)
+           AND metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])');
 -- statement
 -- Changing the predicate above means changing this name, so that installed indexes are rebuilt.
-COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter 2';
+COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter 3';
 -- statement
 DROP INDEX CONCURRENTLY IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;
