@@ -7,14 +7,14 @@ import { healthReport } from '../src/health.js';
 import { planTraffic, writeHistory, replayLive } from '../kandev/traffic.js';
 import { readReport, renderText } from '../src/report.js';
 import { UserError } from '../src/db.js';
-import { printJson, bold, dim, green, red, yellow, keyValues, progress, type Progress } from '../src/output.js';
+import { printJson, bold, dim, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';
 
 const SCHEMA = 'public';
 
 function positiveInt(value: string | boolean | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UserError(`--${name} must be a whole number from 1 to 1000, got "${value}".`, 2);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UserError(`--${name} must be a whole number from 1 to 1000, got "${value}".`);
   return n;
 }
 
@@ -26,7 +26,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
   const quiet = ctx.json;
   const t0 = Date.now();
   let step: Progress | undefined;
-  const begin = (label: string) => (step = progress(label, { quiet }));
+  const begin = (label: string) => (step = progressStep(label, { quiet }));
 
   let server: EmbeddedServer | undefined;
   let client: pg.Client | undefined;

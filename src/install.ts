@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
 import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from './sql.js';
-import { startProgress, type Progress, type ProgressStream } from './progress.js';
+import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -65,17 +65,18 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   if (opts.progress?.isTTY) {
     const estimate = await historyEstimate(client, schema);
     const what = estimate.rows === null ? `${estimate.size} of messages` : `~${estimate.rows.toLocaleString('en-US')} messages (${estimate.size})`;
-    progress = startProgress(opts.progress, `backfill: scanning ${what} for subagent history`);
+    progress = startProgress(`backfill: scanning ${what} for subagent history`, { stream: opts.progress });
   }
   try {
     const { rows } = await client.query(
       `SELECT status, inserted::float8 AS inserted, capture_since, backfill_through, failure
          FROM ${quoteIdent(schema)}.subagent_context_backfill()`);
     const result = rows[0] as BackfillResult;
-    progress?.stop(`backfill: ${result.status}, ${result.inserted} row${result.inserted === 1 ? '' : 's'} stored`);
+    // The caller prints the outcome once (backfillSummary): the progress line only goes away.
+    progress?.clear();
     return result;
   } catch (err) {
-    progress?.stop();
+    progress?.clear();
     throw err;
   }
 }

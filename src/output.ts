@@ -1,3 +1,5 @@
+import { progress, type ProgressOptions } from './progress.js';
+
 // Terminal output: colour only on a TTY and never with NO_COLOR (https://no-color.org).
 export const useColor = Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env && process.env.NO_COLOR !== '');
 
@@ -18,52 +20,31 @@ export function keyValues(rows: Array<[string, string]>): string {
   return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');
 }
 
-/** One step of a longer job, reported on stderr (stdout stays clean for --json and pipes). */
-export interface Progress {
-  /** Known amount of work: draws a bar. */
-  update(done: number, total: number): void;
-  done(note?: string): void;
-  fail(): void;
+/**
+ * Text that came from messages or the database (types, models, descriptions, titles, ids, error
+ * messages), made safe for a terminal: every control character (C0, DEL, C1: ESC, BEL, CR, the
+ * 8-bit CSI, ...) and every Unicode bidi override, isolate and line separator is shown as a visible
+ * escape (\x1b, \u202e) instead of reaching the terminal, where it could recolour, retitle or clear
+ * it, or reorder what the operator reads. A backslash is not doubled: the text stays readable.
+ */
+export function safe(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g, (c) => {
+    const code = c.charCodeAt(0);
+    if (c === '\n') return '\\n';
+    if (c === '\t') return '\\t';
+    if (c === '\r') return '\\r';
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
-const BAR_WIDTH = 24;
+/** `safe()` for text that may span lines on purpose (a multi-line error): keeps the newlines. */
+export function safeLines(text: string): string {
+  return text.split('\n').map(safe).join('\n');
+}
 
-/**
- * A progress line for one step. On a terminal it redraws a bar (or, while the amount of work is
- * unknown, the elapsed time) in place; elsewhere it prints one line when the step ends, unless quiet.
- */
-export function progress(label: string, opts: { quiet?: boolean } = {}): Progress {
-  const tty = Boolean(process.stderr.isTTY);
-  const started = Date.now();
-  let done = 0;
-  let total = 0;
-  let finished = false;
-  const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
-  const draw = () => {
-    if (!tty || finished) return;
-    let line = `  ${label} `;
-    if (total > 0) {
-      const filled = Math.round((done / total) * BAR_WIDTH);
-      line += `[${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${done}/${total}`;
-    } else {
-      line += `… ${seconds()}s`;
-    }
-    process.stderr.write(`\r\x1b[2K${line}`);
-  };
-  const timer = tty ? setInterval(draw, 100) : undefined;
-  timer?.unref();
-  draw();
-  const end = (mark: string, note?: string) => {
-    if (finished) return;
-    finished = true;
-    if (timer) clearInterval(timer);
-    const line = `  ${mark} ${label} (${seconds()}s)${note ? `: ${note}` : ''}`;
-    if (tty) process.stderr.write(`\r\x1b[2K${line}\n`);
-    else if (!opts.quiet) process.stderr.write(`${line}\n`);
-  };
-  return {
-    update(d, t) { done = d; total = t; },
-    done(note) { end(green('✓'), note); },
-    fail() { end(red('✗')); },
-  };
+export type { Progress } from './progress.js';
+
+/** A progress line on stderr for one step, with coloured marks on a terminal. */
+export function step(label: string, opts: Omit<ProgressOptions, 'mark'> = {}) {
+  return progress(label, { ...opts, mark: { ok: green, failed: red } });
 }

@@ -1,6 +1,7 @@
-// Progress of one long statement on a terminal: what is being scanned and for how long. The work stays
-// in the database (one statement); this only repaints a line on a timer while it runs. Writes nothing
-// unless the stream is a TTY, so pipes, logs and --json output stay clean.
+// The one progress display: a line on stderr for one step of a longer job (stdout stays clean for --json
+// and pipes). On a terminal it repaints a spinner with a bar (known amount of work) or the elapsed time
+// (one long statement), on a timer; elsewhere it writes nothing until the step ends, and then one line
+// unless quiet.
 
 export interface ProgressStream {
   isTTY?: boolean;
@@ -8,11 +9,27 @@ export interface ProgressStream {
 }
 
 export interface Progress {
-  /** Replaces the progress line with a final one (or just clears it). */
-  stop(finalLine?: string): void;
+  /** Known amount of work: draws a bar instead of the elapsed time. */
+  update(done: number, total: number): void;
+  /** The step succeeded: "✓ label (1.2s): note". */
+  done(note?: string): void;
+  /** The step failed: "✗ label (1.2s)". */
+  fail(note?: string): void;
+  /** Removes the line and prints nothing: the caller reports the outcome itself. */
+  clear(): void;
+}
+
+export interface ProgressOptions {
+  stream?: ProgressStream;
+  /** Off a terminal, print nothing at all (not even the closing line). */
+  quiet?: boolean;
+  intervalMs?: number;
+  /** Wraps the ✓ / ✗ marks, e.g. in colour. */
+  mark?: { ok(s: string): string; failed(s: string): string };
 }
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const BAR_WIDTH = 24;
 
 export function formatElapsed(ms: number): string {
   const s = ms / 1000;
@@ -21,24 +38,41 @@ export function formatElapsed(ms: number): string {
   return `${m}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
 }
 
-/**
- * Shows `label` with a spinner and the elapsed time, repainted every `intervalMs`, until stop().
- * The first frame is painted at once.
- */
-export function startProgress(stream: ProgressStream, label: string, intervalMs = 250): Progress {
-  if (!stream.isTTY) return { stop() {} };
+export function progress(label: string, opts: ProgressOptions = {}): Progress {
+  const stream = opts.stream ?? process.stderr;
+  const tty = Boolean(stream.isTTY);
+  const mark = opts.mark ?? { ok: (s: string) => s, failed: (s: string) => s };
   const started = Date.now();
   let frame = 0;
+  let done = 0;
+  let total = 0;
+  let finished = false;
+  const elapsed = () => formatElapsed(Date.now() - started);
   const paint = () => {
-    stream.write(`\r\x1b[K${FRAMES[frame++ % FRAMES.length]} ${label}  ${formatElapsed(Date.now() - started)}`);
+    if (finished) return;
+    let line = `\r\x1b[K${FRAMES[frame++ % FRAMES.length]} ${label}  `;
+    if (total > 0) {
+      const filled = Math.round((Math.min(done, total) / total) * BAR_WIDTH);
+      line += `[${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${done}/${total}`;
+    } else {
+      line += elapsed();
+    }
+    stream.write(line);
   };
-  paint();
-  const timer = setInterval(paint, intervalMs);
-  timer.unref();
+  const timer = tty ? setInterval(paint, opts.intervalMs ?? 250) : undefined;
+  timer?.unref();
+  if (tty) paint();
+  const end = (line: string | undefined) => {
+    if (finished) return;
+    finished = true;
+    if (timer) clearInterval(timer);
+    if (tty) stream.write(`\r\x1b[K${line === undefined ? '' : `${line}\n`}`);
+    else if (line !== undefined && !opts.quiet) stream.write(`${line}\n`);
+  };
   return {
-    stop(finalLine) {
-      clearInterval(timer);
-      stream.write(`\r\x1b[K${finalLine === undefined ? '' : `${finalLine} (${formatElapsed(Date.now() - started)})\n`}`);
-    },
+    update(d, t) { done = d; total = t; },
+    done(note) { end(`${mark.ok('✓')} ${label} (${elapsed()})${note ? `: ${note}` : ''}`); },
+    fail(note) { end(`${mark.failed('✗')} ${label} (${elapsed()})${note ? `: ${note}` : ''}`); },
+    clear() { end(undefined); },
   };
 }
