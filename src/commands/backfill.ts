@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
+import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
 import { printJson, keyValues } from '../output.js';
 
@@ -16,7 +17,9 @@ Example:
   subagent-context backfill --database-url postgres://kandev@db/kandev`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const result = await backfill(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr });
+      const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context backfill'),
+      }, () => backfill(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));
       if (ctx.json) printJson(result);
       else {
         console.log(backfillSummary(result));

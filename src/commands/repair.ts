@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
+import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '../sql.js';
 import { readHealth } from '../health.js';
 import { printJson, yellow } from '../output.js';
@@ -19,8 +20,10 @@ Example:
   subagent-context health || subagent-context repair`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const { rows } = await client.query(
-        `SELECT repaired::float8 AS repaired FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`);
+      const { rows } = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: async () => 'repair is one statement and it was rolled back: it stored no row; ' +
+          'run `subagent-context repair` again to store the missing rows.',
+      }, () => client.query(`SELECT repaired::float8 AS repaired FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`));
       const repaired = rows[0].repaired as number;
       const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
       if (ctx.json) printJson({ repaired, shortfall });

@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
+import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
 import { printJson, green } from '../output.js';
 import { backfillSummary } from './backfill.js';
@@ -20,7 +21,9 @@ Examples:
   DATABASE_URL=postgres://kandev@db/kandev subagent-context up --schema tenant_a`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const result = await up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr });
+      const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),
+      }, () => up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));
       if (ctx.json) printJson(result);
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');

@@ -1,0 +1,109 @@
+// Ctrl-C (SIGINT) or SIGTERM during a long statement (`up`, `backfill`, `repair`): closing the client is
+// not enough, because a statement the server is running goes on, and commits, after the client is gone.
+// So the running statement is cancelled from a second connection (pg_cancel_backend), its transaction
+// rolls back, the database is read again, and one sentence says what state it is left in; exit 130.
+import pg from 'pg';
+import { safe } from './output.js';
+import { quoteIdent } from './sql.js';
+
+/** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
+export const INTERRUPTED_EXIT = 130;
+
+/** How long to keep cancelling (a cancel that lands between two statements does nothing) before terminating. */
+const CANCEL_FOR_MS = 5_000;
+
+export interface InterruptOptions {
+  /** Reads the database after the cancel (on a second connection) and says, in one sentence, what it holds. */
+  describe(admin: pg.Client): Promise<string>;
+  /** For tests: where the sentence goes (default stderr). */
+  write?: (line: string) => void;
+}
+
+/**
+ * Runs `work` on `client`; on SIGINT or SIGTERM cancels the server-side statement, waits until `work`
+ * has stopped, prints the state sentence and exits 130.
+ */
+export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts: InterruptOptions, work: () => Promise<T>): Promise<T> {
+  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  const pid: number = rows[0].pid;
+  const write = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
+  let settled = false;
+  let interrupted = false;
+  const running = work().finally(() => { settled = true; });
+
+  const onSignal = () => {
+    if (interrupted) return;  // a second Ctrl-C while cancelling changes nothing: the cancel is under way
+    interrupted = true;
+    void (async () => {
+      write('\ninterrupted: cancelling the statement on the server…');
+      let sentence: string;
+      const admin = new pg.Client({ connectionString: url, application_name: 'subagent-context cancel' });
+      admin.on('error', () => {});
+      try {
+        await admin.connect();
+        const deadline = Date.now() + CANCEL_FOR_MS;
+        while (!settled && Date.now() < deadline) {
+          await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+          await Promise.race([running.catch(() => {}), new Promise((r) => setTimeout(r, 200))]);
+        }
+        if (!settled) {
+          // Still running (a cancel each time landed between statements): end the session; its open
+          // transaction rolls back with it.
+          await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        }
+        await client.end().catch(() => {});
+        await waitUntilGone(admin, pid);
+        sentence = await opts.describe(admin);
+      } catch (err) {
+        sentence = `could not confirm the cancel (${(err as Error).message}): check pg_stat_activity for pid ${pid} ` +
+          'before running the command again.';
+      } finally {
+        await admin.end().catch(() => {});
+      }
+      write(safe(sentence));
+      process.exit(INTERRUPTED_EXIT);
+    })();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const result = await running;
+    if (interrupted) await new Promise(() => {});  // the handler reports and exits
+    return result;
+  } catch (err) {
+    if (interrupted) await new Promise(() => {});  // the cancel's own error: the handler reports instead
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Waits until the cancelled backend has left (its rollback done), so the state read after is final. */
+async function waitUntilGone(admin: pg.Client, pid: number): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const { rows } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+    if (rows.length === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What an interrupted `up` or `backfill` leaves: read from the database, for the closing sentence. */
+export async function describeInstallState(admin: pg.Client, schema: string, rerun: string): Promise<string> {
+  const { rows: [s] } = await admin.query(
+    `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'subagent_context_capture'
+                     AND tgrelid = to_regclass(format('%I.task_session_messages', $1::text))) AS trigger,
+            to_regclass(format('%I.kandev_meta', $1::text)) IS NOT NULL AS has_meta`, [schema]);
+  let keys = 0;
+  if (s.has_meta) {
+    const { rows } = await admin.query(
+      `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.kandev_meta
+        WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
+    keys = rows[0].n;
+  }
+  if (keys === 2) {
+    return 'the backfill had already committed when the cancel reached it: capture is installed and activated; nothing to rerun.';
+  }
+  return `the cancelled transaction was rolled back: ${s.trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed'}, ` +
+    `the history is not backfilled and capture is not activated; run \`${rerun}\` again to continue from there.`;
+}
