@@ -6,6 +6,8 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
+import { PACKAGE_ROOT, PACKAGE_VERSION } from '../src/paths.js';
+import { STATUS_VALUES, METRICS } from '../src/commands/metrics.js';
 
 const db = await freshDatabase('metrics');
 const seeded = await seedReportFixture(db);
@@ -32,7 +34,7 @@ function parse(text: string): Map<string, Family> {
     } else if ((m = line.match(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter)$/))) {
       expect(m[1]).toBe(declared);
       expect(m[2] === 'counter').toBe(m[1].endsWith('_total'));
-    } else if ((m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)\{schema="(?:[^"\\\n]|\\[\\"n])*"\} (-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)$/))) {
+    } else if ((m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)\{schema="(?:[^"\\\n]|\\[\\"n])*"(?:,[a-z_]+="(?:[^"\\\n]|\\[\\"n])*")*\} (-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)$/))) {
       expect(m[1]).toBe(declared);
     } else {
       expect(line, 'a line of the Prometheus text format').toMatch(/^# scrape error: /);
@@ -40,6 +42,16 @@ function parse(text: string): Map<string, Family> {
   }
   const families = parsePrometheusTextFormat(text) as Family[];
   return new Map(families.map((f) => [f.name, f]));
+}
+
+/** The status label of the one subagent_context_status series at 1; every status value has a series. */
+function statusOf(families: Map<string, Family>): string {
+  const f = families.get('subagent_context_status')!;
+  expect(f.metrics.map((x) => x.labels!.status).sort()).toEqual([...STATUS_VALUES].sort());
+  const current = f.metrics.filter((x) => Number(x.value) === 1);
+  expect(current).toHaveLength(1);
+  expect(f.metrics.filter((x) => Number(x.value) === 0)).toHaveLength(STATUS_VALUES.length - 1);
+  return current[0].labels!.status;
 }
 
 function value(families: Map<string, Family>, name: string): number | undefined {
@@ -71,6 +83,14 @@ describe('metrics --listen', () => {
     expect(m.get('subagent_context_shortfall')!.metrics[0].labels).toEqual({ schema: 'public' });
     const capture = (await db.query(`SELECT extract(epoch FROM subagent_context_parse_key(value))::float8 AS s
                                        FROM kandev_meta WHERE key = 'subagent_context_capture_since'`)).rows[0].s;
+    // health's verdict, one series per status value; the exporter's and the installation's versions.
+    expect(statusOf(m)).toEqual('healthy');
+    expect(m.get('subagent_context_info')!.metrics[0].labels).toEqual({
+      schema: 'public', installed_version: expect.stringMatching(/^\d+\.\d+\.\d+/), package_version: PACKAGE_VERSION });
+    m.delete('subagent_context_status');
+    m.delete('subagent_context_info');
+    const lastMessage = Number((await db.query(`SELECT extract(epoch FROM max(created_at))::float8 AS s FROM task_session_messages
+                                                 WHERE metadata LIKE '%subagent_task%' AND created_at >= '2099-01-01'`)).rows[0].s);
     expect(Object.fromEntries([...m.keys()].map((k) => [k, value(m, k)]))).toEqual({
       subagent_context_up: 1,
       subagent_context_activated: 1,
@@ -79,6 +99,7 @@ describe('metrics --listen', () => {
       subagent_context_shortfall: 0,
       subagent_context_excess: 0,
       subagent_context_last_observed_timestamp_seconds: Date.UTC(2099, 0, 1, 0, 0, 9) / 1000,
+      subagent_context_last_subagent_message_timestamp_seconds: lastMessage,
       subagent_context_capture_since_timestamp_seconds: capture,
       subagent_context_failures: 0,
       subagent_context_collisions: 0,
@@ -98,6 +119,8 @@ describe('metrics --listen', () => {
     const after = parse(await (await fetch(url)).text());
     expect(value(after, 'subagent_context_trigger_enabled')).toBe(0);
     expect(value(after, 'subagent_context_shortfall')).toBe(1);
+    expect(statusOf(after), 'the SQL verdict: a disabled trigger comes before the shortfall').toBe('trigger_disabled');
+    expect(value(after, 'subagent_context_last_subagent_message_timestamp_seconds')).toBe(Date.UTC(2099, 0, 1, 0, 0, 30) / 1000);
     expect(value(after, 'subagent_context_attempted_total')).toBe(seeded.liveQualifyingWrites);
     await db.query('ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture');
 
@@ -127,9 +150,11 @@ describe('metrics --once', () => {
     expect(r.code).toBe(0);
     const m = parse(r.stdout);
     expect(value(m, 'subagent_context_activated')).toBe(0);
+    expect(statusOf(m)).toBe('not_activated');
     expect(value(m, 'subagent_context_trigger_enabled')).toBe(1);
     expect(value(m, 'subagent_context_collisions')).toBe(0);
-    for (const unknown of ['shortfall', 'excess', 'failures', 'last_observed_timestamp_seconds', 'capture_since_timestamp_seconds']) {
+    for (const unknown of ['shortfall', 'excess', 'failures', 'last_observed_timestamp_seconds', 'capture_since_timestamp_seconds',
+      'last_subagent_message_timestamp_seconds']) {
       expect(m.has(`subagent_context_${unknown}`), unknown).toBe(false);
     }
     expect(m.get('subagent_context_pending')).toBeUndefined();
@@ -139,10 +164,20 @@ describe('metrics --once', () => {
 
   it('refuses a bad --listen and an uninstalled schema with one sentence each', async () => {
     const bad = await runCli(cli, ['metrics', '--listen', 'localhost'], env);
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(3);
     expect(bad.stderr.trim()).toBe('error: --listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "localhost".');
     const missing = await runCli(cli, ['metrics', '--once', '--schema', 'nowhere'], env);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(3);
     expect(missing.stderr.trim()).toBe('error: schema "nowhere" not found. Pass the schema that holds kandev\'s tables with --schema.');
+  });
+});
+
+describe('metrics --help', () => {
+  it('lists every metric the exporter can serve', async () => {
+    const help = (await runCli(cli, ['metrics', '--help'])).stdout;
+    for (const m of METRICS) expect(help).toMatch(new RegExp(`^  ${m.name} +${m.type}$`, 'm'));
+    // and every metric a scrape serves is in that list
+    const served = parse((await runCli(cli, ['metrics', '--once'], env)).stdout);
+    for (const name of served.keys()) expect(METRICS.map((m) => m.name)).toContain(name);
   });
 });

@@ -3,42 +3,61 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import pg from 'pg';
 import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
 import { sqlFile } from '../sql.js';
+import { PACKAGE_VERSION } from '../paths.js';
 
-interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null }
+interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }
+
+/** health's status values (SPEC §8), exported as a state set: one series per value, 1 for the current one. */
+export const STATUS_VALUES = ['healthy', 'idle', 'shortfall', 'not_activated', 'trigger_missing', 'trigger_disabled', 'not_installed'] as const;
+
+const labelValue = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+
+/** Every metric `metrics` can export, in order, with its type and help (also what `metrics --help` lists). */
+export const METRICS: Array<Omit<Sample, 'value' | 'labels'> & { column?: string }> = [
+  { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape, else 0.' },
+  { name: 'subagent_context_status', type: 'gauge', help: "Health's one verdict (subagent_context_health().status): 1 for the current value of the status label, 0 for the others." },
+  { name: 'subagent_context_info', type: 'gauge', help: 'Always 1; the labels carry the installed release (installed_version) and the exporter\'s (package_version).' },
+  { name: 'subagent_context_activated', type: 'gauge', help: '1 when the activation key capture_since is present.', column: 'activated' },
+  { name: 'subagent_context_trigger_installed', type: 'gauge', help: '1 when the capture trigger exists on task_session_messages.', column: 'trigger_installed' },
+  { name: 'subagent_context_trigger_enabled', type: 'gauge', help: '1 when the capture trigger fires in normal sessions (enabled ORIGIN or ALWAYS).', column: 'trigger_enabled' },
+  { name: 'subagent_context_shortfall', type: 'gauge', help: 'Subagents written since activation that have no row: the only alarm. Absent before activation.', column: 'shortfall' },
+  { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', column: 'excess' },
+  { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', column: 'last_observed_seconds' },
+  { name: 'subagent_context_last_subagent_message_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest subagent message created since activation. Absent when none.', column: 'last_message_seconds' },
+  { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key). Absent before activation.', column: 'capture_since_seconds' },
+  { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', column: 'failures' },
+  { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', column: 'collisions' },
+  { name: 'subagent_context_attempted_total', type: 'counter', help: 'Qualifying message writes seen by the capture trigger.', column: 'attempted' },
+  { name: 'subagent_context_skipped_no_identity_total', type: 'counter', help: 'Qualifying writes skipped for lack of session, task or tool call id.', column: 'skipped_no_identity' },
+  { name: 'subagent_context_persisted_total', type: 'counter', help: 'Qualifying writes whose upsert succeeded.', column: 'persisted' },
+  { name: 'subagent_context_failed_total', type: 'counter', help: 'Qualifying writes whose upsert failed (caught; the message write went on).', column: 'failed' },
+  { name: 'subagent_context_anomalous_value_total', type: 'counter', help: 'Writes with a negative or malformed metric.', column: 'anomalous_value' },
+  { name: 'subagent_context_unknown_execution_total', type: 'counter', help: "Persisted writes stored under execution 'unknown'.", column: 'unknown_execution' },
+];
 
 /** The Prometheus text exposition format (version 0.0.4) for one scrape. */
-export function formatMetrics(schema: string, up: boolean, row: Record<string, unknown> | null, error?: string): string {
+export function formatMetrics(schema: string, up: boolean, row: Record<string, unknown> | null, error?: string, packageVersion = PACKAGE_VERSION): string {
   const n = (v: unknown): number | null => (v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : Number(v));
   const r = row ?? {};
-  const samples: Sample[] = [
-    { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape, else 0.', value: up ? 1 : 0 },
-  ];
-  if (up) {
-    samples.push(
-      { name: 'subagent_context_activated', type: 'gauge', help: '1 when the activation key capture_since is present.', value: n(r.activated) },
-      { name: 'subagent_context_trigger_installed', type: 'gauge', help: '1 when the capture trigger exists on task_session_messages.', value: n(r.trigger_installed) },
-      { name: 'subagent_context_trigger_enabled', type: 'gauge', help: '1 when the capture trigger fires in normal sessions (enabled ORIGIN or ALWAYS).', value: n(r.trigger_enabled) },
-      { name: 'subagent_context_shortfall', type: 'gauge', help: 'Subagents written since activation that have no row: the only alarm. Absent before activation.', value: n(r.shortfall) },
-      { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', value: n(r.excess) },
-      { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', value: n(r.last_observed_seconds) },
-      { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key).', value: n(r.capture_since_seconds) },
-      { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', value: n(r.failures) },
-      { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', value: n(r.collisions) },
-      { name: 'subagent_context_attempted_total', type: 'counter', help: 'Qualifying message writes seen by the capture trigger.', value: n(r.attempted) },
-      { name: 'subagent_context_skipped_no_identity_total', type: 'counter', help: 'Qualifying writes skipped for lack of session, task or tool call id.', value: n(r.skipped_no_identity) },
-      { name: 'subagent_context_persisted_total', type: 'counter', help: 'Qualifying writes whose upsert succeeded.', value: n(r.persisted) },
-      { name: 'subagent_context_failed_total', type: 'counter', help: 'Qualifying writes whose upsert failed (caught; the message write went on).', value: n(r.failed) },
-      { name: 'subagent_context_anomalous_value_total', type: 'counter', help: 'Writes with a negative or malformed metric.', value: n(r.anomalous_value) },
-      { name: 'subagent_context_unknown_execution_total', type: 'counter', help: "Persisted writes stored under execution 'unknown'.", value: n(r.unknown_execution) },
-    );
-  }
-  const label = `{schema="${schema.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"}`;
   const lines: string[] = [];
   if (error) lines.push(`# scrape error: ${error.replace(/\s+/g, ' ')}`);
-  for (const s of samples) {
+  for (const m of METRICS) {
+    let samples: Array<{ labels: Record<string, string>; value: number | null }>;
+    if (m.name === 'subagent_context_up') samples = [{ labels: {}, value: up ? 1 : 0 }];
+    else if (!up) continue;
+    else if (m.name === 'subagent_context_status') {
+      samples = STATUS_VALUES.map((v) => ({ labels: { status: v }, value: r.status === v ? 1 : 0 }));
+    } else if (m.name === 'subagent_context_info') {
+      samples = [{ labels: { installed_version: String(r.installed_version ?? ''), package_version: packageVersion }, value: 1 }];
+    } else samples = [{ labels: {}, value: n(r[m.column!]) }];
     // An unknown value (e.g. the shortfall before activation) is left out rather than reported as 0.
-    if (s.value === null || Number.isNaN(s.value)) continue;
-    lines.push(`# HELP ${s.name} ${s.help}`, `# TYPE ${s.name} ${s.type}`, `${s.name}${label} ${s.value}`);
+    samples = samples.filter((x) => x.value !== null && !Number.isNaN(x.value));
+    if (samples.length === 0) continue;
+    lines.push(`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`);
+    for (const x of samples) {
+      const labels = Object.entries({ schema, ...x.labels }).map(([k, v]) => `${k}=${labelValue(v)}`).join(',');
+      lines.push(`${m.name}{${labels}} ${x.value}`);
+    }
   }
   return lines.join('\n') + '\n';
 }
@@ -52,7 +71,7 @@ function parseListen(value: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
   const port = m ? Number(m[3]) : NaN;
   if (!m || port > 65535) {
-    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "${value}".`, 2);
+    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "${value}".`);
   }
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
@@ -106,12 +125,11 @@ export const metricsCommand: Command = {
   usage: `subagent-context metrics [--database-url URL] [--schema S] [--listen HOST:PORT | --once]
 
 Serves GET /metrics in the Prometheus text format, reading the database on every scrape:
-  gauges    subagent_context_shortfall (the alarm), _excess, _last_observed_timestamp_seconds,
-            _activated, _trigger_installed, _trigger_enabled, _failures, _collisions, _up
-  counters  subagent_context_attempted_total, _skipped_no_identity_total, _persisted_total,
-            _failed_total, _anomalous_value_total, _unknown_execution_total
-A value that is unknown (the shortfall before activation) is left out, never reported as 0. When the
-database does not answer a scrape, subagent_context_up is 0. Stops on Ctrl-C / SIGTERM.
+${METRICS.map((m) => `  ${m.name.padEnd(58)} ${m.type}`).join('\n')}
+subagent_context_status has one series per status value (label status="..."), 1 for health's current
+verdict. A value that is unknown (the shortfall before activation) is left out, never reported as 0.
+When the database does not answer a scrape, subagent_context_up is 0. Stops on Ctrl-C / SIGTERM.
+Alerting rules for these series ship in the package: alerts/subagent-context.rules.yml.
 
 Options:
   --listen HOST:PORT   where to listen (default 127.0.0.1:9811; port 0 picks a free one)
@@ -120,8 +138,9 @@ Options:
 Examples:
   subagent-context metrics --listen 0.0.0.0:9811
   subagent-context metrics --once > /var/lib/node_exporter/subagent_context.prom
-  # alert: subagent_context_shortfall > 0 or subagent_context_trigger_enabled == 0`,
+  promtool check rules node_modules/subagent-context/alerts/subagent-context.rules.yml`,
   options: { listen: { type: 'string' }, once: { type: 'boolean' } },
+  conflicts: [['listen', 'once']],
   async run(ctx) {
     if (ctx.args.once) {
       const client = await connect(ctx.databaseUrl);
