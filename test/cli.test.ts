@@ -7,6 +7,10 @@ import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { startEmbeddedPostgres } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 
 const cli = builtCli();
 const db = await freshDatabase('cli');
@@ -26,8 +30,8 @@ describe('help', () => {
     expect(help.code).toBe(0);
     for (const c of COMMANDS) expect(help.stdout).toMatch(new RegExp(`^  ${c} +\\S`, 'm'));
     const none = await runCli(cli, []);
-    expect(none.code).toBe(2);
-    expect(none.stdout).toBe(help.stdout);
+    expect(none.code).toBe(3);
+    expect(none.stderr).toBe(help.stdout);
   });
 
   it.each(COMMANDS)('%s --help shows usage and at least one example, exit 0', async (c) => {
@@ -39,12 +43,12 @@ describe('help', () => {
     expect(r.stdout).toContain(c === 'demo' ? 'npm start' : `subagent-context ${c}`);
   });
 
-  it('an unknown command or option is one sentence pointing at --help, exit 2', async () => {
+  it('an unknown command or option is one sentence pointing at --help, exit 3', async () => {
     const cmd = await runCli(cli, ['fanout']);
-    expect(cmd.code).toBe(2);
+    expect(cmd.code).toBe(3);
     expect(cmd.stderr.trim()).toBe('error: unknown command "fanout". Run `subagent-context --help` for the list.');
     const opt = await runCli(cli, ['report', '--colour']);
-    expect(opt.code).toBe(2);
+    expect(opt.code).toBe(3);
     expect(opt.stderr.trim()).toMatch(/^error: Unknown option '--colour'.*Run `subagent-context report --help`\.$/);
   });
 });
@@ -52,11 +56,11 @@ describe('help', () => {
 describe('connection errors, for every command that needs a database', () => {
   it.each(DB_COMMANDS)('%s: no database, unreachable, wrong password, missing database', async (...args) => {
     const none = await runCli(cli, args);
-    expect(none.code).toBe(1);
+    expect(none.code).toBe(3);
     expect(none.stderr.trim()).toBe('error: no database given: pass --database-url URL or set DATABASE_URL.');
 
     const unreachable = await runCli(cli, [...args, '--database-url', 'postgres://postgres@127.0.0.1:1/kandev']);
-    expect(unreachable.code).toBe(1);
+    expect(unreachable.code).toBe(3);
     expect(unreachable.stderr.trim()).toBe('error: cannot reach the database (postgres://postgres@127.0.0.1:1/kandev): ' +
       'connect ECONNREFUSED 127.0.0.1:1. Check --database-url / DATABASE_URL and that the server is running.');
     noStack(unreachable.stderr);
@@ -64,7 +68,7 @@ describe('connection errors, for every command that needs a database', () => {
     const u = new URL(secured.url);
     u.password = 'not-the-password';
     const refused = await runCli(cli, args, { DATABASE_URL: u.toString() });
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(3);
     expect(refused.stderr.trim()).toBe(`error: the database refused the login (postgres://postgres:***@${u.host}/postgres): ` +
       'password authentication failed for user "postgres". Check the user and password in --database-url.');
     expect(refused.stderr).not.toContain('not-the-password');
@@ -72,7 +76,7 @@ describe('connection errors, for every command that needs a database', () => {
     const u2 = new URL(db.url);
     u2.pathname = '/no_such_database';
     const missing = await runCli(cli, [...args, '--database-url', u2.toString()]);
-    expect(missing.code).toBe(1);
+    expect(missing.code).toBe(3);
     expect(missing.stderr.trim()).toMatch(/^error: database "no_such_database" does not exist \(.*\)\. Create the database or fix the name in --database-url\.$/);
   });
 });
@@ -82,12 +86,12 @@ describe('errors about the target schema', () => {
 
   it("up: kandev's tables missing, and a schema that does not exist", async () => {
     const bare = await runCli(cli, ['up', '--schema', 'bare'], env());
-    expect(bare.code).toBe(1);
+    expect(bare.code).toBe(3);
     expect(bare.stderr.trim()).toBe(`error: subagent-context: kandev's host tables are missing in schema "bare": ` +
       `kandev_meta, task_sessions, task_session_messages. Install into the schema that holds kandev's tables (--schema).`);
     for (const c of [['up'], ['report'], ['metrics', '--once']]) {
       const r = await runCli(cli, [...c, '--schema', 'nope'], env());
-      expect(r.code, c.join(' ')).toBe(1);
+      expect(r.code, c.join(' ')).toBe(3);
       expect(r.stderr.trim()).toBe(`error: schema "nope" not found. Pass the schema that holds kandev's tables with --schema.`);
     }
   });
@@ -99,14 +103,14 @@ describe('errors about the target schema', () => {
     [['metrics', '--once'], 'function kandev.subagent_context_health() does not exist'],
   ])('%s before installation says to run up', async (args, what) => {
     const r = await runCli(cli, [...args, '--schema', 'kandev'], env());
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe(`error: ${what}: subagent-context does not look installed in this schema. Run \`subagent-context up\` first.`);
     noStack(r.stderr);
   });
 
-  it('health on a schema that does not exist says so, exit 2 (never the shortfall status 1)', async () => {
+  it('health on a schema that does not exist says so, exit 3 (could not check: never 0, 1 or 2)', async () => {
     const r = await runCli(cli, ['health', '--schema', 'nope'], env());
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe(`error: schema "nope" not found. Pass the schema that holds kandev's tables with --schema.`);
   });
 
@@ -115,7 +119,7 @@ describe('errors about the target schema', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe('nothing to uninstall: subagent-context is not installed in schema "kandev"');
     const gone = await runCli(cli, ['uninstall', '--schema', 'nope'], env());
-    expect(gone.code).toBe(1);
+    expect(gone.code).toBe(3);
     expect(gone.stderr.trim()).toBe(`error: schema "nope" not found. Pass the schema that holds kandev's tables with --schema.`);
   });
 
@@ -129,7 +133,7 @@ describe('errors about the target schema', () => {
 describe('--verbose and NO_COLOR', () => {
   it('--verbose adds the stack trace to the same sentence', async () => {
     const r = await runCli(cli, ['report', '--verbose', '--database-url', 'postgres://postgres@127.0.0.1:1/kandev']);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^error: cannot reach the database/);
     expect(r.stderr).toMatch(/^\s+at /m);
   });
@@ -149,5 +153,121 @@ describe('--verbose and NO_COLOR', () => {
     const plain = await onTerminal({ NO_COLOR: '1' });
     expect(plain).toContain('error: no database given: pass --database-url URL or set DATABASE_URL.');
     expect(plain).not.toContain('\x1b[');
+  });
+});
+
+describe('exit status 3 on every error, and --version on every command', () => {
+  const env = () => ({ DATABASE_URL: db.url });
+
+  it.each(COMMANDS)('%s --version prints the package version, exit 0', async (c) => {
+    const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
+    const r = await runCli(cli, [c, '--version']);
+    expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it('--version on its own too', async () => {
+    const r = await runCli(cli, ['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it.each(DB_COMMANDS)('%s refuses extra positional arguments instead of ignoring them', async (...args) => {
+    const r = await runCli(cli, [...args, 'kandev'], env());
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe(`error: ${args[0]} takes no arguments, got "kandev". Options start with --; ` +
+      `run \`subagent-context ${args[0]} --help\`.`);
+  });
+
+  it('refuses conflicting flags: metrics --once --listen', async () => {
+    const r = await runCli(cli, ['metrics', '--once', '--listen', '127.0.0.1:0'], env());
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe('error: --listen and --once cannot be combined: pick one. Run `subagent-context metrics --help`.');
+  });
+
+  it('an unknown flag on health is 3, never the "not activated" status 2', async () => {
+    const r = await runCli(cli, ['health', '--jsn'], env());
+    expect(r.code).toBe(3);
+  });
+
+  it('--database-url that is not a URL says what a URL looks like (not "getaddrinfo ENOTFOUND base")', async () => {
+    const r = await runCli(cli, ['health', '--database-url', 'not-a-url']);
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe('error: --database-url / DATABASE_URL must be a URL like ' +
+      'postgres://user:password@host:5432/database, got "not-a-url".');
+  });
+
+  it('a URL without a password on a SCRAM server says to add one (not "client password must be a string")', async () => {
+    const u = new URL(secured.url);
+    u.password = '';
+    const r = await runCli(cli, ['health'], { DATABASE_URL: u.toString(), PGPASSWORD: undefined });
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe(`error: the server asks for a password and none was given (${u.toString()}): put it in the URL ` +
+      '(postgres://user:password@host:5432/database) or set PGPASSWORD.');
+    noStack(r.stderr);
+  });
+
+  it('a schema name with a quote is refused with one sentence; one with capitals and a hyphen installs', async () => {
+    await db.query(`CREATE SCHEMA "Kandev-Prod ""x"""`);
+    const quoted = await runCli(cli, ['up', '--schema', 'Kandev-Prod "x"'], env());
+    expect(quoted.code).toBe(3);
+    expect(quoted.stderr.trim()).toBe('error: schema names with a quote character are not supported, got "Kandev-Prod \\"x\\"": ' +
+      'use a schema whose name has no \' or ".');
+    await db.createHost('Kandev-Prod');
+    const ok = await runCli(cli, ['up', '--schema', 'Kandev-Prod'], env());
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+  });
+
+  it('a second up while one is installing says to wait (not "Advisory lock mode is set to \'fail\'")', async () => {
+    await db.createHost('busy');
+    const holder = await db.connect();
+    await holder.query('SELECT pg_advisory_lock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]);
+    try {
+      const r = await runCli(cli, ['up', '--schema', 'busy'], env());
+      expect(r.code).toBe(3);
+      expect(r.stderr.trim()).toBe('error: another `subagent-context up` (or node-pg-migrate) is installing into this database ' +
+        'right now: wait for it to finish, then run this again.');
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]);
+    }
+  });
+
+  describe('roles without the privilege a command needs', async () => {
+    const suffix = randomBytes(3).toString('hex');
+    const nocreate = `sc_nocreate_${suffix}`;
+    const stranger = `sc_stranger_${suffix}`;
+    await db.query(`CREATE ROLE ${nocreate} LOGIN; CREATE ROLE ${stranger} LOGIN`);
+    await db.createHost('owned');
+    await db.query(`GRANT USAGE ON SCHEMA owned TO ${nocreate}, ${stranger}; GRANT CREATE ON SCHEMA owned TO ${stranger};
+                    GRANT SELECT, INSERT, UPDATE, DELETE, TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA owned TO ${nocreate}, ${stranger}`);
+    afterAll(async () => {
+      await db.query(`DROP OWNED BY ${nocreate}, ${stranger}; DROP ROLE ${nocreate}; DROP ROLE ${stranger}`);
+    });
+    const as = (role: string) => { const u = new URL(db.url); u.username = role; u.password = ''; return u.toString(); };
+
+    it('up as a role without CREATE on the schema: which grant, no stack', async () => {
+      const r = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
+      expect(r.code).toBe(3);
+      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not create objects in schema owned: run this as the schema's owner, ` +
+        `or grant it with \`GRANT CREATE ON SCHEMA owned TO ${nocreate};\`.`);
+      noStack(r.stderr);
+    });
+
+    it('up as a role that cannot read the bookkeeping table another role created: says so, not "already exists"', async () => {
+      expect((await runCli(cli, ['up', '--schema', 'owned'], env())).code).toBe(0);
+      const r = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: as(stranger) });
+      expect(r.code).toBe(3);
+      expect(r.stderr.trim()).toBe(`error: the role ${stranger} cannot read subagent_context_migrations, the installation's ` +
+        'bookkeeping table, which another role created: run this as the role that installed subagent-context (the table\'s owner).');
+      noStack(r.stderr);
+    });
+
+    it('report as a role that cannot read the table names the grant', async () => {
+      const r = await runCli(cli, ['report', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
+      expect(r.code).toBe(3);
+      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not read task_session_subagents: grant it with ` +
+        `\`GRANT SELECT ON task_session_subagents TO ${nocreate};\` (reading reports needs SELECT on task_session_subagents, ` +
+        `task_sessions and tasks), or connect as its owner.`);
+    });
   });
 });

@@ -29,7 +29,7 @@ Examples:
   options: { html: { type: 'string' } },
   async run(ctx) {
     const html = ctx.args.html;
-    if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.', 2);
+    if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.');
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
       const report = await readReport(client, ctx.schema);

@@ -13,5 +13,7 @@ export interface Command {
   usage: string;
   /** Extra options: name -> parseArgs option config. */
   options?: Record<string, { type: 'string' | 'boolean'; short?: string }>;
+  /** Groups of options of which at most one may be given (e.g. --once and --listen). */
+  conflicts?: string[][];
   run(ctx: CommandContext): Promise<number>;
 }
