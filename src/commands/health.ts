@@ -1,7 +1,7 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { healthReport, type HealthReport } from '../health.js';
-import { printJson, keyValues, bold, green, red, yellow } from '../output.js';
+import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
 import { PACKAGE_VERSION, quoteIdent } from '../sql.js';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -25,7 +25,7 @@ function advice(r: HealthReport, schema: string): string {
 
 export const healthCommand: Command = {
   name: 'health',
-  summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall, 2 not activated or trigger off',
+  summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall, 2 not activated or trigger off, 3 error',
   usage: `subagent-context health [--database-url URL] [--schema S] [--json]
 
 Compares the subagent messages written since activation (the capture_since key) with the rows
@@ -35,8 +35,13 @@ Exit status:
   0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
   1  shortfall: a subagent message since activation has no row; run \`subagent-context repair\`
   2  not installed, not activated, or the capture trigger is missing or disabled
+  3  could not check: unreachable, login refused, missing privilege, bad arguments (never 0, 1 or 2)
 
---json prints one object: status, activated, capture_since, backfill_through, shortfall, excess,
+The status word is subagent_context_health()'s status column, the one verdict that the report, the
+metrics and the dashboard also show: healthy, idle, shortfall, not_activated, trigger_missing,
+trigger_disabled, not_installed.
+
+--json prints one object: status, installed_version, package_version, activated, capture_since, backfill_through, shortfall, excess,
 last_observed_at, trigger_enabled, failures, collisions, stats. See docs/health.md.
 
 Examples:
@@ -67,13 +72,15 @@ Examples:
         ['excess', health.excess === null ? n(null)
           : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
         ['last observed', health.last_observed_at ?? (health.activated ? 'none since activation' : '-')],
-        ['capture_since', key(health.capture_since, "'' (unreadable)")],
-        ['backfill_through', key(health.backfill_through, "'' (no history to backfill)")],
+        ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
+        ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
         ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
         ['version', health.installed_version ?? '-'],
         ['failures', health.failures === null ? n(null)
           : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
         ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
+        ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
+          (upgrade ? ': the package is newer than the installation, run `subagent-context up`' : '')],
         ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
       ]));
       return exitCode;
