@@ -82,8 +82,7 @@ export async function healthInstalled(client: pg.Client, schema: string): Promis
  * package is newer than the installation. A schema without an installation is `not_installed`.
  */
 export async function healthReport(client: pg.Client, schema: string): Promise<HealthReport> {
-  // Exit 2, like "not installed": a monitor must never read a wrong --schema as a shortfall (1).
-  await assertSchemaExists(client, schema, 2);
+  await assertSchemaExists(client, schema);
   if (!(await healthInstalled(client, schema))) {
     return { status: 'not_installed', exitCode: 2, stats: null, upgradeAvailable: false, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
@@ -94,7 +93,7 @@ export async function healthReport(client: pg.Client, schema: string): Promise<H
   if (code && code.code_digest === null) {
     // 0.1.0's health function has neither `status` nor `installed_version`: say what to do instead.
     throw new UserError(`subagent-context ${code.version} is installed in schema "${schema}"; this is ${PACKAGE_VERSION}. ` +
-      'Run `subagent-context up` to upgrade it in place (docs/upgrade.md).', 3);
+      'Run `subagent-context up` to upgrade it in place (docs/upgrade.md).');
   }
   const health = await readHealth(client, schema);
   const stats = await readStats(client, schema);

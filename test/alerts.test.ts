@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli } from './helpers/cli.js';
+import { builtCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
@@ -60,7 +60,7 @@ const freePort = () => new Promise<number>((resolve) => {
 describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', async () => {
   const db = await freshDatabase('alerts');
   await seedReportFixture(db);
-  const cli = buildCli('alerts');
+  const cli = builtCli();
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'sc-prometheus-'));
   afterAll(() => {

@@ -7,11 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
-import { buildCli } from './helpers/cli.js';
+import { builtCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
-const cli = buildCli('interrupt');
+const cli = builtCli();
 const db = await freshDatabase('interrupt');
 
 async function withHistory(schema: string) {

@@ -59,9 +59,6 @@ Examples:
       const word = exitCode === 0 ? green(status) : exitCode === 1 ? red(status) : yellow(status);
       console.log(`${bold('subagent-context health')} (schema ${ctx.schema}): ${word}`);
       console.log(`  ${advice(report, ctx.schema)}`);
-      if (report.upgradeAvailable) {
-        console.log(`  ${yellow(`installed: ${health.installed_version}; this package is ${PACKAGE_VERSION} (or the server's major changed): run \`subagent-context up\``)}`);
-      }
       if (status === 'not_installed') return exitCode;
       const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
       const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
@@ -75,12 +72,11 @@ Examples:
         ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
         ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
         ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
-        ['version', health.installed_version ?? '-'],
         ['failures', health.failures === null ? n(null)
           : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
         ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
         ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
-          (upgrade ? ': the package is newer than the installation, run `subagent-context up`' : '')],
+          (report.upgradeAvailable ? ': the package is newer than the installation, run `subagent-context up`' : '')],
         ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
       ]));
       return exitCode;
