@@ -10,7 +10,7 @@ import { uninstallCommand } from './commands/uninstall.js';
 import { demoCommand } from './commands/demo.js';
 import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
-import { UserError, explain, ERROR_EXIT } from './db.js';
+import { explain, ERROR_EXIT } from './db.js';
 import { red, safeLines } from './output.js';
 import { PACKAGE_VERSION } from './paths.js';
 

@@ -28,6 +28,7 @@ export function keyValues(rows: Array<[string, string]>): string {
  * it, or reorder what the operator reads. A backslash is not doubled: the text stays readable.
  */
 export function safe(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is what this function is for
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g, (c) => {
     const code = c.charCodeAt(0);
     if (c === '\n') return '\\n';

@@ -1,3 +1,5 @@
+// Prometheus' HTTP API answers loosely shaped JSON; the assertions below are its shape check.
+/* eslint-disable @typescript-eslint/no-explicit-any */
 // The shipped Prometheus alerting rules (alerts/subagent-context.rules.yml), checked and unit-tested by
 // Debian's promtool, and the exporter scraped by the real `prometheus` binary on loopback with those
 // rules loaded. CI installs the `prometheus` package (.ci/run); without it these tests skip and say why.

@@ -96,7 +96,7 @@ describe('demo', () => {
     expect(r.code, r.stderr).toBe(0);
     for (const step of ['starting an embedded PostgreSQL', "creating kandev's tables and a history that predates installation",
       'installing capture and backfilling history (subagent-context up)', 'replaying live traffic from 2 concurrent writers']) {
-      expect(r.stderr).toMatch(new RegExp(`^  ✓ ${step.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\ds\\)`, 'm'));
+      expect(r.stderr).toMatch(new RegExp(`^✓ ${step.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\ds\\)`, 'm'));
     }
     expect(r.stdout).toMatch(/^health: healthy$/m);
     expect(r.stdout).toMatch(/^ {2}stats +attempted 372, persisted 371, skipped \(no identity\) 1, failed 0, anomalous 2, unknown execution \d+$/m);
@@ -113,9 +113,9 @@ describe('demo', () => {
     await expect(c.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
   });
 
-  it('refuses a bad --writers with one sentence and exit 2, before starting anything', async () => {
+  it('refuses a bad --writers with one sentence and exit 3, before starting anything', async () => {
     const r = await runCli(cli, ['demo', '--writers', 'many']);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe('error: --writers must be a whole number from 1 to 1000, got "many".');
   });
 });

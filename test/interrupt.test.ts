@@ -16,9 +16,9 @@ const db = await freshDatabase('interrupt');
 
 async function withHistory(schema: string) {
   await db.createHost(schema);
-  const t = await createTurn(db.pool as any, schema, schema);
+  const t = await createTurn(db.pool, schema, schema);
   for (let i = 0; i < 3; i++) {
-    await insertMessage(db.pool as any, schema, { id: `m${i}`, session: t.session, task: t.task, turn: t.turn,
+    await insertMessage(db.pool, schema, { id: `m${i}`, session: t.session, task: t.task, turn: t.turn,
       created_at: `2026-08-12 09:00:0${i}`, metadata: subagentMetadata({ tool_call_id: `toolu_${i}` }) });
   }
   return t;
@@ -95,7 +95,7 @@ describe('Ctrl-C cancels the server-side statement', () => {
     const t = await withHistory('rp');
     await db.up('rp');
     await db.query('ALTER TABLE rp.task_session_messages DISABLE TRIGGER subagent_context_capture');
-    await insertMessage(db.pool as any, 'rp', { id: 'missed', session: t.session, task: t.task, turn: t.turn,
+    await insertMessage(db.pool, 'rp', { id: 'missed', session: t.session, task: t.task, turn: t.turn,
       created_at: '2099-01-01 00:00:00', metadata: subagentMetadata({ tool_call_id: 'toolu_missed' }) });
     await db.query('ALTER TABLE rp.task_session_messages ENABLE TRIGGER subagent_context_capture');
     const before = await count('SELECT count(*) AS n FROM rp.task_session_subagents');

@@ -75,9 +75,9 @@ describe('report (terminal)', () => {
     expect(r.stdout).toContain('never as 0');
   });
 
-  it('--html with an unwritable path is one clear error, exit 1', async () => {
+  it('--html with an unwritable path is one clear error, exit 3', async () => {
     const r = await runCli(cli, ['report', '--html', '/nonexistent-dir/r.html'], env);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stderr.trim()).toMatch(/^error: cannot write the HTML report to \/nonexistent-dir\/r\.html: .*Pass a writable path to --html\.$/);
   });
 });
