@@ -60,6 +60,9 @@ const freePort = () => new Promise<number>((resolve) => {
 });
 
 describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', async () => {
+  // A skipped suite's body still runs at collection but its hooks never do: a database made here
+  // then would never be dropped.
+  if (!prometheus) return;
   const db = await freshDatabase('alerts');
   await seedReportFixture(db);
   const cli = builtCli();

@@ -4,13 +4,23 @@
 // stay). pg_partman is a server extension: CI installs Debian's postgresql-15-partman for the system
 // PostgreSQL 15 (.ci/run, which also sets SUBAGENT_CONTEXT_REQUIRE_PARTMAN=1 so that run cannot skip it);
 // where the server has none (the embedded servers) this file skips, saying so.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, inject } from 'vitest';
+import pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
-const db = await freshDatabase('partman');
-const [{ version }] = (await db.query(
-  `SELECT (SELECT default_version FROM pg_available_extensions WHERE name = 'pg_partman') AS version`)).rows;
+// Asked of the server before any database is made: when every test of a file is skipped its hooks
+// never run, so a database made for nothing would never be dropped.
+async function availablePartman(): Promise<string | null> {
+  const c = new pg.Client(inject('adminUrl'));
+  await c.connect();
+  try {
+    return (await c.query(`SELECT default_version AS v FROM pg_available_extensions WHERE name = 'pg_partman'`)).rows[0]?.v ?? null;
+  } finally {
+    await c.end();
+  }
+}
+const version = await availablePartman();
 if (!version && process.env.SUBAGENT_CONTEXT_REQUIRE_PARTMAN === '1') {
   // CI's system-15 run installs the package; a skip there would hide that this test never ran.
   throw new Error('SUBAGENT_CONTEXT_REQUIRE_PARTMAN=1 but this server has no pg_partman: apt-get install postgresql-15-partman');
@@ -20,6 +30,7 @@ if (!version) {
     '(CI installs postgresql-15-partman for the system PostgreSQL 15; the embedded servers have none)');
 }
 
+const db = version ? await freshDatabase('partman') : null!;
 const S = 'pm';
 const month = async (offset: number) => (await db.query(
   `SELECT to_char(date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') + make_interval(months => $1), 'YYYY-MM-DD') AS d`,
@@ -43,7 +54,7 @@ describe.skipIf(!version)(`pg_partman ${version ?? '(not available)'} manages ta
     await db.query(`CREATE EXTENSION pg_partman SCHEMA partman`);
     await db.createHost(S, { partitioned: 'parent only' });
     const start = await month(-3);
-    if (version.startsWith('4.')) {
+    if (version!.startsWith('4.')) {
       await db.query(`SELECT partman.create_parent('${S}.task_session_messages', 'created_at', 'native', '1 month',
                         p_premake := 1, p_start_partition := $1)`, [start]);
     } else {
