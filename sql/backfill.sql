@@ -39,15 +39,12 @@ AS $$
          SELECT r.task_session_id, r.tool_call_id FROM @extschema@.task_session_subagents AS r
           WHERE (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
        stored AS (
-         INSERT INTO @extschema@.task_session_subagents (
-           id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
-           parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
-           agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
-           source, observed_at, settled_at, updated_at)
-         SELECT gen_random_uuid()::text, h.task_session_id, h.task_id, h.turn_id, h.tool_call_id,
-                h.agent_execution_id, h.parent_tool_call_id, h.subagent_type, h.description, h.agent_id,
-                h.child_session_id, h.model, h.agent_status, h.tool_status, h.is_async, h.total_tokens,
-                h.tool_use_count, h.duration_ms, 'backfill', h.observed_at, h.settled_at, h.updated_at
+         -- Named as in capture.sql: id and source, then subagent_row's columns in its order.
+         INSERT INTO @extschema@.task_session_subagents (id, source,
+           task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+           subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
+           is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
+         SELECT gen_random_uuid()::text, 'backfill', h.*
            FROM history AS h
           -- A key too long for a btree entry (~2.7 kB; only a hostile or broken writer produces one)
           -- would abort the whole statement, so one such message would block every backfill and repair.

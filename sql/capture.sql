@@ -60,15 +60,13 @@ BEGIN
     -- every call (BENCHMARKS.md has what that costs).
     now_utc := clock_timestamp() AT TIME ZONE 'UTC';
 
-    INSERT INTO @extschema@.task_session_subagents AS s (
-      id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
-      parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
-      agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
-      source, observed_at, settled_at, updated_at)
-    SELECT gen_random_uuid()::text, d.task_session_id, d.task_id, d.turn_id, d.tool_call_id, d.agent_execution_id,
-           d.parent_tool_call_id, d.subagent_type, d.description, d.agent_id, d.child_session_id, d.model,
-           d.agent_status, d.tool_status, d.is_async, d.total_tokens, d.tool_use_count, d.duration_ms,
-           'live', d.observed_at, d.settled_at, d.updated_at
+    -- The columns are named (a table adopted from kandev may have more): id and source, then
+    -- subagent_row's (derive.sql), in its order.
+    INSERT INTO @extschema@.task_session_subagents AS s (id, source,
+      task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+      subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
+      is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
+    SELECT gen_random_uuid()::text, 'live', d.*
       FROM @extschema@.derive_subagent_row(
              NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
              coalesce(NEW.created_at, now_utc), coalesce(NEW.updated_at, now_utc), call_execution) AS d

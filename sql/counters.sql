@@ -5,14 +5,18 @@
 -- so concurrent writers do not serialize on a hot counter row the way an UPDATE of a stats table would.
 -- The price: counters are NOT transactional. A rolled-back message write still counts as attempted and
 -- as whatever outcome it reached, and a counter moves even when the row it describes was rolled back.
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_attempted_seq;
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_skipped_no_identity_seq;
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_persisted_seq;
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_failed_seq;
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_anomalous_value_seq;
-CREATE SEQUENCE IF NOT EXISTS @extschema@.subagent_context_unknown_execution_seq;
-REVOKE ALL ON SEQUENCE
-  @extschema@.subagent_context_attempted_seq, @extschema@.subagent_context_skipped_no_identity_seq,
-  @extschema@.subagent_context_persisted_seq, @extschema@.subagent_context_failed_seq,
-  @extschema@.subagent_context_anomalous_value_seq, @extschema@.subagent_context_unknown_execution_seq
-  FROM PUBLIC;
+--
+-- @counter_sequences@ is their names as a text[] (one list, migrations/lib/sql.js COUNTERS: this file,
+-- uninstall.sql and the Citus worker steps of topology*.sql use it; stats.sql reads each by name and
+-- capture.sql advances each by name).
+DO $counters$
+DECLARE
+  seq text;
+BEGIN
+  FOREACH seq IN ARRAY @counter_sequences@ LOOP
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS @extschema@.%I', seq);
+  END LOOP;
+  EXECUTE (SELECT 'REVOKE ALL ON SEQUENCE ' || string_agg(format('@extschema@.%I', s), ', ') || ' FROM PUBLIC'
+             FROM unnest(@counter_sequences@) AS s);
+END
+$counters$;

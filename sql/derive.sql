@@ -82,7 +82,8 @@ RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(@extschema@.subagent_text_field(doc, 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
 
 -- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
--- source are the writer's). Named once so derivation and history share it.
+-- source are the writer's). Named once so derivation and history share it; the two INSERTs (capture.sql,
+-- backfill.sql) take it whole (d.*), naming their target columns in this order.
 CREATE TYPE @extschema@.subagent_row AS (
   task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
   parent_tool_call_id text, subagent_type text, description text, agent_id text,

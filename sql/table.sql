@@ -10,31 +10,36 @@
 DO $install$
 DECLARE
   target regclass := to_regclass('@extschema@.task_session_subagents');
-  expected constant text[][] := ARRAY[
-    -- column, type, NOT NULL?
-    ['id',                  'text',                        'true'],
-    ['task_session_id',     'text',                        'true'],
-    ['task_id',             'text',                        'true'],
-    ['turn_id',             'text',                        'false'],
-    ['tool_call_id',        'text',                        'true'],
-    ['agent_execution_id',  'text',                        'true'],
-    ['parent_tool_call_id', 'text',                        'false'],
-    ['subagent_type',       'text',                        'false'],
-    ['description',         'text',                        'false'],
-    ['agent_id',            'text',                        'false'],
-    ['child_session_id',    'text',                        'false'],
-    ['model',               'text',                        'false'],
-    ['agent_status',        'text',                        'false'],
-    ['tool_status',         'text',                        'false'],
-    ['is_async',            'integer',                     'true'],
-    ['total_tokens',        'bigint',                      'false'],
-    ['tool_use_count',      'bigint',                      'false'],
-    ['duration_ms',         'bigint',                      'false'],
-    ['source',              'text',                        'true'],
-    ['observed_at',         'timestamp without time zone', 'true'],
-    ['settled_at',          'timestamp without time zone', 'false'],
-    ['updated_at',          'timestamp without time zone', 'true']];
+  -- The one definition of the table's columns: it creates the table, and an existing table is held
+  -- against it. The type is compared without its modifier (timestamp(6) and timestamp both pass).
+  columns constant text[][] := ARRAY[
+    -- column                type            constraints
+    ['id',                  'text',         'PRIMARY KEY'],
+    ['task_session_id',     'text',         'NOT NULL REFERENCES @extschema@.task_sessions (id) ON DELETE CASCADE'],
+    ['task_id',             'text',         'NOT NULL'],
+    ['turn_id',             'text',         ''],          -- no FK: the record outlives its turn
+    ['tool_call_id',        'text',         'NOT NULL'],
+    ['agent_execution_id',  'text',         'NOT NULL'],  -- no FK; 'unknown' when the host does not say
+    ['parent_tool_call_id', 'text',         ''],
+    ['subagent_type',       'text',         ''],
+    ['description',         'text',         ''],
+    ['agent_id',            'text',         ''],
+    ['child_session_id',    'text',         ''],
+    ['model',               'text',         ''],
+    ['agent_status',        'text',         ''],
+    ['tool_status',         'text',         ''],
+    ['is_async',            'integer',      'NOT NULL DEFAULT 0'],
+    ['total_tokens',        'bigint',       ''],          -- NULL = not reported, never 0 by default
+    ['tool_use_count',      'bigint',       ''],
+    ['duration_ms',         'bigint',       ''],
+    ['source',              'text',         $$NOT NULL DEFAULT 'live'$$],
+    ['observed_at',         'timestamp(6)', 'NOT NULL'],
+    ['settled_at',          'timestamp(6)', ''],
+    ['updated_at',          'timestamp(6)', 'NOT NULL']];
   col text[];
+  definition text := '';
+  expected_type text;
+  expected_notnull boolean;
   found_type text;
   found_notnull boolean;
   problems text[] := '{}';
@@ -42,52 +47,36 @@ DECLARE
   key_immediate boolean;
 BEGIN
   IF target IS NULL THEN
-    CREATE TABLE @extschema@.task_session_subagents (
-      id                  text PRIMARY KEY,
-      task_session_id     text NOT NULL REFERENCES @extschema@.task_sessions (id) ON DELETE CASCADE,
-      task_id             text NOT NULL,
-      turn_id             text,            -- no FK: the record outlives its turn
-      tool_call_id        text NOT NULL,
-      agent_execution_id  text NOT NULL,   -- no FK; 'unknown' when the host does not say
-      parent_tool_call_id text,
-      subagent_type       text,
-      description         text,
-      agent_id            text,
-      child_session_id    text,
-      model               text,
-      agent_status        text,
-      tool_status         text,
-      is_async            integer NOT NULL DEFAULT 0,
-      total_tokens        bigint,          -- NULL = not reported, never 0 by default
-      tool_use_count      bigint,
-      duration_ms         bigint,
-      source              text NOT NULL DEFAULT 'live',
-      observed_at         timestamp(6) NOT NULL,
-      settled_at          timestamp(6),
-      updated_at          timestamp(6) NOT NULL,
-      CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)
-    ) WITH (fillfactor = 90);  -- room on the page keeps the frequent merge updates HOT
+    FOREACH col SLICE 1 IN ARRAY columns LOOP
+      definition := definition || format('%I %s %s, ', col[1], col[2], col[3]);
+    END LOOP;
+    EXECUTE format('CREATE TABLE @extschema@.task_session_subagents (%s'
+                   'CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)'
+                   ') WITH (fillfactor = 90)',  -- room on the page keeps the frequent merge updates HOT
+                   definition);
     COMMENT ON TABLE @extschema@.task_session_subagents IS 'subagent-context: created by subagent-context';
     RETURN;
   END IF;
 
-  FOREACH col SLICE 1 IN ARRAY expected LOOP
+  FOREACH col SLICE 1 IN ARRAY columns LOOP
+    expected_type := format_type(col[2]::regtype, NULL);
+    expected_notnull := col[3] ~ '^(NOT NULL|PRIMARY KEY)';
     SELECT format_type(a.atttypid, NULL), a.attnotnull INTO found_type, found_notnull
       FROM pg_attribute a
      WHERE a.attrelid = target AND a.attname = col[1] AND a.attnum > 0 AND NOT a.attisdropped;
     IF NOT FOUND THEN
       problems := problems || format('column %s is missing', col[1]);
       CONTINUE;
-    ELSIF found_type = 'integer' AND col[2] = 'bigint' THEN
+    ELSIF found_type = 'integer' AND expected_type = 'bigint' THEN
       widen := widen || col[1];          -- kandev >= 0.89 declares the metrics as integer
-    ELSIF found_type <> col[2] THEN
-      problems := problems || format('column %s is %s, expected %s', col[1], found_type, col[2]);
+    ELSIF found_type <> expected_type THEN
+      problems := problems || format('column %s is %s, expected %s', col[1], found_type, expected_type);
     END IF;
     -- Checked for widened columns too: a NOT NULL metric would make every frame without it fail.
-    IF found_notnull <> col[3]::boolean THEN
+    IF found_notnull <> expected_notnull THEN
       problems := problems || format('column %s is %s, expected %s', col[1],
         CASE WHEN found_notnull THEN 'NOT NULL' ELSE 'nullable' END,
-        CASE WHEN col[3]::boolean THEN 'NOT NULL' ELSE 'nullable' END);
+        CASE WHEN expected_notnull THEN 'NOT NULL' ELSE 'nullable' END);
     END IF;
   END LOOP;
 

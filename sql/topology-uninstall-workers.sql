@@ -10,8 +10,6 @@ BEGIN
     RETURN;
   END IF;
   PERFORM run_command_on_workers(format('DROP SEQUENCE IF EXISTS %s', '@extschema@.' || s))
-     FROM unnest(ARRAY['subagent_context_attempted_seq', 'subagent_context_skipped_no_identity_seq',
-                       'subagent_context_persisted_seq', 'subagent_context_failed_seq',
-                       'subagent_context_anomalous_value_seq', 'subagent_context_unknown_execution_seq']) AS s;
+     FROM unnest(@counter_sequences@) AS s;
 END
 $topology_uninstall$;

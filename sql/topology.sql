@@ -7,8 +7,8 @@
 --   propagated to every node) after a parallel multi-shard operation in the same transaction;
 -- - citus.enable_unsafe_triggers = on: Citus refuses CREATE TRIGGER on a distributed table without it.
 --   Safe here: the trigger writes only the co-located shard of the message's own task_session_id.
--- It also creates the six counter sequences on every worker (Citus does not propagate sequences, and
--- the trigger advances them on the node where it fires). A table in the wrong shape is named.
+-- It also creates the six counter sequences (counters.sql) on every worker (Citus does not propagate
+-- sequences, and the trigger advances them on the node where it fires). A table in the wrong shape is named.
 DO $topology$
 DECLARE
   messages regclass := '@extschema@.task_session_messages'::regclass;
@@ -46,8 +46,6 @@ BEGIN
   PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
   PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
   PERFORM run_command_on_workers(format('CREATE SEQUENCE IF NOT EXISTS %s', '@extschema@.' || s))
-     FROM unnest(ARRAY['subagent_context_attempted_seq', 'subagent_context_skipped_no_identity_seq',
-                       'subagent_context_persisted_seq', 'subagent_context_failed_seq',
-                       'subagent_context_anomalous_value_seq', 'subagent_context_unknown_execution_seq']) AS s;
+     FROM unnest(@counter_sequences@) AS s;
 END
 $topology$;

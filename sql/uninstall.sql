@@ -8,9 +8,9 @@ DROP TRIGGER IF EXISTS subagent_context_capture ON @extschema@.task_session_mess
 DROP FUNCTION IF EXISTS @extschema@.capture_subagent_message();
 DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx;
 DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;
-DROP SEQUENCE IF EXISTS
-  @extschema@.subagent_context_attempted_seq, @extschema@.subagent_context_skipped_no_identity_seq,
-  @extschema@.subagent_context_persisted_seq, @extschema@.subagent_context_failed_seq,
-  @extschema@.subagent_context_anomalous_value_seq, @extschema@.subagent_context_unknown_execution_seq;
+DO $counters$ BEGIN
+  EXECUTE (SELECT 'DROP SEQUENCE IF EXISTS ' || string_agg(format('@extschema@.%I', s), ', ')
+             FROM unnest(@counter_sequences@) AS s);
+END $counters$;
 DELETE FROM @extschema@.kandev_meta
  WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through');

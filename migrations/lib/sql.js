@@ -8,7 +8,8 @@
 //   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state. It records what it installed
 //   (subagent_context_installation()): the package version, a digest of the code, the server major.
 //
-// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts).
+// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts), and the counter
+// sequences as @counter_sequences@ (COUNTERS below).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { splitStatements } from './statements.js';
@@ -27,6 +28,10 @@ export const CODE_FILES = [
 ];
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];
+
+/** The six capture counters (counters.sql), each a sequence subagent_context_<name>_seq. */
+export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'failed', 'anomalous_value', 'unknown_execution'];
+const COUNTER_SEQUENCES = `ARRAY[${COUNTERS.map((c) => `'subagent_context_${c}_seq'`).join(', ')}]`;
 
 export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
@@ -49,6 +54,7 @@ export function sqlFile(file, schema) {
   }
   return source(file)
     .replaceAll('@extschema@', quoteIdent(schema))
+    .replaceAll('@counter_sequences@', COUNTER_SEQUENCES)
     .replaceAll('@version@', PACKAGE_VERSION)
     .replaceAll('@digest@', CODE_DIGEST);
 }
