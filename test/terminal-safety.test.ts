@@ -54,11 +54,9 @@ function onTerminal(args: string[], noColor: boolean): Promise<string> {
 }
 
 /** Control characters other than the line ends a terminal needs (a pty turns \n into \r\n). */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0009\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 // The project's own sequences on a terminal: bold, dim, green, yellow and reset, and the progress
 // line's erase-line; nothing else.
-// eslint-disable-next-line no-control-regex
 const OWN_SGR = /\u001b\[(?:(?:0|1|2|32|33)m|K)/g;
 
 describe('agent-written text on the terminal', () => {
