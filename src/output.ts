@@ -1,4 +1,5 @@
 import { progress, type ProgressOptions } from './progress.js';
+import { UserError } from './db.js';
 
 // Terminal output: colour only on a TTY and never with NO_COLOR (https://no-color.org).
 export const useColor = Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env && process.env.NO_COLOR !== '');
@@ -9,6 +10,24 @@ export const red = paint(31);
 export const green = paint(32);
 export const yellow = paint(33);
 export const dim = paint(2);
+
+/**
+ * How many columns terminal output may use: --width, else the terminal's own width (stdout on a TTY),
+ * else $COLUMNS, else 80. A bad --width is a usage error; a bad $COLUMNS is ignored.
+ */
+export function terminalWidth(flag: string | undefined, env = process.env, stdout: { isTTY?: boolean; columns?: number } = process.stdout): number {
+  if (flag !== undefined) {
+    const n = Number(flag);
+    if (!/^\d+$/.test(flag.trim()) || n < 40 || n > 1000) {
+      throw new UserError(`--width must be a whole number of columns from 40 to 1000, got "${safe(flag)}".`);
+    }
+    return n;
+  }
+  if (stdout.isTTY && stdout.columns && stdout.columns > 0) return Math.max(40, stdout.columns);
+  const columns = Number(env.COLUMNS);
+  if (Number.isInteger(columns) && columns > 0) return Math.max(40, columns);
+  return 80;
+}
 
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');

@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
-import { printJson, keyValues } from '../output.js';
+import { printJson, keyValues, safe } from '../output.js';
 
 export const backfillCommand: Command = {
   name: 'backfill',
@@ -30,11 +30,14 @@ Example:
   },
 };
 
-/** The backfill's outcome and the activation keys, as `up` and `backfill` print them. */
+/**
+ * The backfill's outcome and the activation keys, as `up` and `backfill` print them. The keys are
+ * read back from kandev_meta, which anything with write access to the host can fill: shown safe().
+ */
 export function backfillSummary(result: BackfillResult): string {
   return `backfill: ${result.status}\n` + keyValues([
     ['rows backfilled', String(result.inserted)],
-    ['capture_since', result.capture_since ?? '(absent)'],
-    ['backfill_through', result.backfill_through === '' ? "'' (no history)" : result.backfill_through ?? '(absent)'],
+    ['capture_since', safe(result.capture_since ?? '(absent)')],
+    ['backfill_through', result.backfill_through === '' ? "'' (no history)" : safe(result.backfill_through ?? '(absent)')],
   ]);
 }

@@ -57,7 +57,7 @@ Examples:
         return exitCode;
       }
       const word = exitCode === 0 ? green(status) : exitCode === 1 ? red(status) : yellow(status);
-      console.log(`${bold('subagent-context health')} (schema ${ctx.schema}): ${word}`);
+      console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${safe(word)}`);
       console.log(`  ${advice(report, ctx.schema)}`);
       if (status === 'not_installed') return exitCode;
       const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
@@ -68,7 +68,7 @@ Examples:
           : `${health.shortfall}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
         ['excess', health.excess === null ? n(null)
           : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
-        ['last observed', health.last_observed_at ?? (health.activated ? 'none since activation' : '-')],
+        ['last observed', safe(health.last_observed_at ?? (health.activated ? 'none since activation' : '-'))],
         ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
         ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
         ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],

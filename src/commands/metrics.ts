@@ -4,13 +4,17 @@ import pg from 'pg';
 import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
 import { sqlFile } from '../sql.js';
 import { PACKAGE_VERSION } from '../paths.js';
+import { safe } from '../output.js';
 
 interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }
 
 /** health's status values (SPEC §8), exported as a state set: one series per value, 1 for the current one. */
 export const STATUS_VALUES = ['healthy', 'idle', 'shortfall', 'not_activated', 'trigger_missing', 'trigger_disabled', 'not_installed'] as const;
 
-const labelValue = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+// Label values are shown safe() first: `metrics --once` on a terminal must not pass control characters
+// through (an installed_version or a schema name is text from the database). safe() writes them as
+// \x1b, whose backslash the format's own escaping then doubles, so Prometheus reads the text "\x1b".
+const labelValue = (v: string) => `"${safe(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
 
 /** Every metric `metrics` can export, in order, with its type and help (also what `metrics --help` lists). */
 export const METRICS: Array<Omit<Sample, 'value' | 'labels'> & { column?: string }> = [
@@ -40,7 +44,7 @@ export function formatMetrics(schema: string, up: boolean, row: Record<string, u
   const n = (v: unknown): number | null => (v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : Number(v));
   const r = row ?? {};
   const lines: string[] = [];
-  if (error) lines.push(`# scrape error: ${error.replace(/\s+/g, ' ')}`);
+  if (error) lines.push(`# scrape error: ${safe(error.replace(/\s+/g, ' '))}`);
   for (const m of METRICS) {
     let samples: Array<{ labels: Record<string, string>; value: number | null }>;
     if (m.name === 'subagent_context_up') samples = [{ labels: {}, value: up ? 1 : 0 }];

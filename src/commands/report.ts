@@ -2,37 +2,53 @@ import type { Command } from './types.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withClient, UserError, assertSchemaExists } from '../db.js';
-import { readReport, renderText, renderHtml } from '../report.js';
-import { printJson, bold, dim } from '../output.js';
+import { readReport, renderText, renderHtml, parseWindow } from '../report.js';
+import { printJson, bold, dim, terminalWidth } from '../output.js';
+
+/** The host as the operator named it in the URL (no credentials); undefined for a socket or no URL. */
+function urlHost(url: string | undefined): string | undefined {
+  try { return url ? new URL(url).hostname || undefined : undefined; } catch { return undefined; }
+}
 
 export const reportCommand: Command = {
   name: 'report',
-  summary: 'fan-out per turn, subagents per session and card, usage per type and model, nesting, settlement',
-  usage: `subagent-context report [--database-url URL] [--schema S] [--json] [--html FILE]
+  summary: 'fan-out per turn and day, top cards and sessions, usage per type and model, what is still running',
+  usage: `subagent-context report [--database-url URL] [--schema S] [--since WHEN] [--until WHEN] [--json] [--html FILE] [--width N]
 
-Reads task_session_subagents (through the queries in sql/dashboards/, the same ones the dashboards use)
-and shows what kandev's own tables hide: how many subagents each turn fanned out to, subagents per
-session and per card next to the misleading "sessions per card", counts and token/duration statistics
-per subagent_type and per model, nesting, and how many subagents have settled.
+Reads task_session_subagents (through the queries in sql/report/, one readable file per panel) and shows
+what kandev's own tables hide: how many subagents each turn fanned out to, subagents per day, the cards
+and sessions that launched the most subagents and spent the most tokens (with the card's title),
+subagents per session and per card next to the misleading "sessions per card", token and duration
+statistics per subagent_type and per model, nesting, and what is still running, with its age.
 
 Usage the agent did not report is shown as "unknown" (null in --json), never as 0: Claude's background
-(async_launched) subagents never report tokens or duration.
+(async_launched) subagents never report tokens or duration. A background launch "settles" when the
+launch returns, so its run time is known only where the agent reported duration_ms.
 
 Options:
+  --since WHEN  only subagents first observed at or after WHEN: 2026-08-01, 2026-08-01T09:30 (UTC, or
+                with Z or an offset), or a time ago: 30m, 12h, 7d, 2w
+  --until WHEN  only those observed before WHEN (a date alone includes that whole day)
+                The window applies to the terminal report, --json and --html alike; health is not windowed.
   --json        the report as one JSON object
-  --html FILE   also write one self-contained HTML page (inline SVG charts, no network) to FILE
+  --html FILE   write one self-contained HTML page (inline SVG charts, no network) to FILE
+  --width N     terminal columns to fit (default: the terminal's width, else $COLUMNS, else 80)
 
 Examples:
   subagent-context report --database-url postgres://kandev@db/kandev
+  subagent-context report --since 7d
   subagent-context report --html fanout.html
-  subagent-context report --json | jq '.fanout_per_turn'`,
-  options: { html: { type: 'string' } },
+  subagent-context report --since 2026-08-01 --until 2026-08-31 --html august.html
+  subagent-context report --json | jq '.top_cards.by_tokens'`,
+  options: { html: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, width: { type: 'string' } },
   async run(ctx) {
     const html = ctx.args.html;
     if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.');
+    const window = parseWindow(ctx.args.since as string | undefined, ctx.args.until as string | undefined);
+    const width = terminalWidth(ctx.args.width as string | undefined);
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
-      const report = await readReport(client, ctx.schema);
+      const report = await readReport(client, ctx.schema, { window, host: urlHost(ctx.databaseUrl) });
       if (typeof html === 'string') {
         const path = resolve(html);
         try {
@@ -43,7 +59,7 @@ Examples:
         if (!ctx.json) console.error(`wrote the HTML report to ${path}`);
       }
       if (ctx.json) printJson(report);
-      else if (typeof html !== 'string') console.log(renderText(report, { bold, dim, bar: (s) => s }));
+      else if (typeof html !== 'string') console.log(renderText(report, { bold, dim, bar: (s) => s }, width));
       return 0;
     });
   },

@@ -4,6 +4,7 @@ import { healthInstalled } from '../health.js';
 import { migrate } from '../install.js';
 import { sqlStatements } from '../sql.js';
 import { SQL } from 'sql-template-strings';
+import { safe } from '../output.js';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
@@ -26,7 +27,7 @@ Example:
         SQL`SELECT to_regclass(format('%I.task_session_subagents', ${ctx.schema}::text)) IS NOT NULL AS has_data`);
       if (!installed && !(ctx.args['drop-data'] && has_data)) {
         // Idempotent for scripts, but honest: say that nothing was there.
-        console.log(`nothing to uninstall: subagent-context is not installed in schema "${ctx.schema}"`);
+        console.log(`nothing to uninstall: subagent-context is not installed in schema "${safe(ctx.schema)}"`);
         return 0;
       }
       const dropData = ctx.args['drop-data'] ? sqlStatements('uninstall-data.sql', ctx.schema) : [];

@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
-import { printJson, green } from '../output.js';
+import { printJson, green, safe } from '../output.js';
 import { backfillSummary } from './backfill.js';
 
 export const upCommand: Command = {
@@ -28,7 +28,7 @@ Examples:
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
         if (result.upgraded) {
-          console.log(`upgraded in place: ${result.upgraded.from} -> ${result.upgraded.to} (PostgreSQL ${result.upgraded.server_major}); rows, keys and counters kept`);
+          console.log(`upgraded in place: ${safe(String(result.upgraded.from))} -> ${safe(String(result.upgraded.to))} (PostgreSQL ${result.upgraded.server_major}); rows, keys and counters kept`);
         }
         console.log(backfillSummary(result.backfill));
       }

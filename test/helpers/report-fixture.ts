@@ -22,6 +22,8 @@ export interface SeedResult {
   liveQualifyingWrites: number;
 }
 
+export const TASK_B_TITLE = 'Migrate the billing pipeline to the new ledger service, with a dry run first';
+
 const at = (s: number) => `2099-01-01 00:00:${String(s).padStart(2, '0')}`;
 
 export async function seedReportFixture(db: TestDatabase, schema = 'public'): Promise<SeedResult> {
@@ -41,6 +43,8 @@ export async function seedReportFixture(db: TestDatabase, schema = 'public'): Pr
   const B1t2 = { ...B1, turn: 'b1t2' };
   await c.query(`INSERT INTO "${schema}".task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ('b1t2', $1, $2, '2026-08-12', '2026-08-12', '2026-08-12')`, [B1.session, B1.task]);
   await turn('task-c', 'session-c1', 'c1t1');
+  // Card B has a title as long as real ones get: the terminal report must clip it, not wrap the table.
+  await c.query(`UPDATE "${schema}".tasks SET title = $1 WHERE id = 'task-b'`, [TASK_B_TITLE]);
 
   // History: y1, written before installation, already finished.
   await insertMessage(c, schema, { id: 'm-y1', session: A2.session, task: A2.task, turn: A2.turn,
@@ -85,6 +89,11 @@ export async function seedReportFixture(db: TestDatabase, schema = 'public'): Pr
 
 /** The report test/report.test.ts expects for the fixture (the JSON of `subagent-context report`). */
 export function expectedReport(schema = 'public') {
+  const cardA = { id: 'task-a1t1', task_id: 'task-a1t1', sessions: 2, subagents: 5, async: 3, turns: 2, total_tokens: 4000, usage_not_reported: 3, title: 'task-a1t1' };
+  const cardB = { id: 'task-b', task_id: 'task-b', sessions: 1, subagents: 3, async: 0, turns: 2, total_tokens: 500, usage_not_reported: 2, title: TASK_B_TITLE };
+  const sessionA1 = { id: 'session-a1t1', task_id: 'task-a1t1', subagents: 4, async: 3, turns: 1, total_tokens: 1000, usage_not_reported: 3, title: 'task-a1t1' };
+  const sessionB1 = { id: 'session-b1', task_id: 'task-b', subagents: 3, async: 0, turns: 2, total_tokens: 500, usage_not_reported: 2, title: TASK_B_TITLE };
+  const sessionA2 = { id: 'session-a2', task_id: 'task-a1t1', subagents: 1, async: 0, turns: 1, total_tokens: 3000, usage_not_reported: 0, title: 'task-a1t1' };
   const none = { total_tokens: null, avg_tokens: null, max_tokens: null, avg_duration_ms: null, max_duration_ms: null, avg_tool_uses: null };
   return {
     schema,
@@ -115,6 +124,24 @@ export function expectedReport(schema = 'public') {
       { agent_status: 'started', subagents: 1, usage_reported: 0, model_reported: 0 },
     ],
     nesting: [{ depth: 0, subagents: 5 }, { depth: 1, subagents: 1 }, { depth: 2, subagents: 1 }, { depth: null, subagents: 1 }],
-    settlement: { settled: 6, outstanding: 2, outstanding_async: 1, oldest_outstanding_since: '2099-01-01T00:00:05Z', median_seconds_to_settle: 7 },
+    // Sync settle times x1 10 s, y1 20 s, z2 6 s, w1 8 s: median 9 s. x2 and x3 are background launches
+    // (their settle time is the launch's, left out). Reported durations: x1 2 s, y1 4 s: median 3 s.
+    settlement: { settled: 6, settled_sync: 4, settled_async: 2, outstanding: 2, outstanding_async: 1,
+      oldest_outstanding_since: '2099-01-01T00:00:05Z', median_seconds_to_settle_sync: 9, median_reported_run_seconds: 3, run_time_reported: 2 },
+    // Card A: x1..x4 and y1 (tokens 1000 + 3000); card B: z1, z2, w1 (tokens 500). Card C launched nothing.
+    top_cards: {
+      by_subagents: [cardA, cardB],
+      by_tokens: [cardA, cardB],
+    },
+    top_sessions: {
+      by_subagents: [sessionA1, sessionB1, sessionA2],
+      by_tokens: [sessionA2, sessionA1, sessionB1],
+    },
+    // The 90 days up to the newest subagent (2099-01-01): only that day launched any (y1's day, in 2026,
+    // is outside them); x2, x3, x4 are the async ones, x1 and w1 reported tokens.
+    trend_per_day: Array.from({ length: 90 }, (_, i) => {
+      const day = new Date(Date.UTC(2099, 0, 1) - (89 - i) * 86_400_000).toISOString().slice(0, 10);
+      return i === 89 ? { day, subagents: 7, async: 3, sessions: 2, total_tokens: 1500 } : { day, subagents: 0, async: 0, sessions: 0, total_tokens: null };
+    }),
   };
 }
