@@ -283,8 +283,8 @@ export function depthLabel(depth: number | null): string {
 const cardLabel = (r: { title: string | null; task_id: string }) => r.title ?? r.task_id;
 
 const STATUS_SENTENCE: Record<string, string> = {
-  shortfall: 'Shortfall: subagents written since activation have no row. Run `subagent-context repair`; see docs/health.md.',
-  not_activated: 'Not activated: there is no capture_since to check against. Run `subagent-context backfill` (or `up`).',
+  shortfall: 'Subagents written since activation have no row. Run `subagent-context repair`; see docs/health.md.',
+  not_activated: 'There is no capture_since to check against. Run `subagent-context backfill` (or `up`).',
   trigger_missing: 'The capture trigger is missing: new subagents are not recorded. Run `subagent-context up`.',
   trigger_disabled: 'The capture trigger is disabled: new subagents are not recorded. Enable it, then run `subagent-context repair`.',
   not_installed: 'subagent-context is not installed in this schema. Run `subagent-context up`.',
@@ -486,7 +486,7 @@ export function svgBarChart(id: string, title: string, bars: Array<{ label: stri
     const label = escapeHtml(b.label);
     return `<g class="bar" data-label="${label}" data-value="${b.value}">` +
       `<rect x="${x.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="${h}" fill="#4c78a8"><title>${label}: ${b.value}</title></rect>` +
-      `<text class="value" x="${(x + bw / 2).toFixed(1)}" y="${y - 4}" text-anchor="middle">${fmtInt(b.value)}</text>` +
+      (b.value === 0 && bars.length > 12 ? '' : `<text class="value" x="${(x + bw / 2).toFixed(1)}" y="${y - 4}" text-anchor="middle">${fmtInt(b.value)}</text>`) +
       (i % every === 0 ? `<text class="label" x="${(x + bw / 2).toFixed(1)}" y="${H - bottom + 16}" text-anchor="middle">${label}</text>` : '') + `</g>`;
   }).join('');
   return `<figure><figcaption>${escapeHtml(title)}</figcaption>` +
@@ -519,10 +519,10 @@ export function svgUsageChart(id: string, title: string, rows: Array<{ label: st
 }
 
 /** A table in a container that scrolls sideways on a narrow screen, so the page itself never does. */
-function htmlTable(id: string, header: string[], rows: string[][], names = 1): string {
+function htmlTable(id: string, header: string[], rows: string[][], names = 1, prose: number[] = []): string {
   return `<div class="scroll"><table id="${id}"><thead><tr>${header.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>` +
     rows.map((r) => `<tr>${r.map((c, i) => {
-      const cls = [i < names ? 'name' : 'num', c === UNKNOWN ? 'unknown' : ''].filter(Boolean).join(' ');
+      const cls = [prose.includes(i) ? 'prose' : i < names ? 'name' : 'num', c === UNKNOWN ? 'unknown' : ''].filter(Boolean).join(' ');
       return `<td class="${cls}">${escapeHtml(c)}</td>`;
     }).join('')}</tr>`).join('') +
     `</tbody></table></div>`;
@@ -539,11 +539,12 @@ export function renderHtml(r: Report, generatedAt = new Date().toISOString()): s
   const alarm = !['healthy', 'idle'].includes(h.status);
   const tone = h.status === 'not_activated' ? 'warn' : 'alarm';
   const banner = alarm
-    ? `<div id="status-banner" class="banner ${tone}" role="alert"><strong>${escapeHtml(h.status)}</strong>: ${escapeHtml(STATUS_SENTENCE[h.status] ?? '')}` +
-      (h.shortfall ? ` Shortfall ${escapeHtml(fmtInt(h.shortfall))}.` : '') + `</div>` : '';
+    ? `<div id="status-banner" class="banner ${tone}" role="alert"><strong>${escapeHtml(h.status)}</strong>` +
+      (h.status === 'shortfall' ? ` (${escapeHtml(fmtInt(h.shortfall))} missing)` : '') + `: ${escapeHtml(STATUS_SENTENCE[h.status] ?? '')}</div>` : '';
   const top = (id: string, first: string, rows: TopRow[], label: (x: TopRow) => string[]) => rows.length === 0 ? `<p class="note" id="${id}">None in this window.</p>`
     : htmlTable(id, [first, ...(first === 'session' ? ['card'] : []), 'subagents', 'async', 'tokens', 'not reported'],
-      rows.map((x) => [...label(x), fmtInt(x.subagents), fmtInt(x.async), fmtInt(x.total_tokens), fmtInt(x.usage_not_reported)]), first === 'session' ? 2 : 1);
+      rows.map((x) => [...label(x), fmtInt(x.subagents), fmtInt(x.async), fmtInt(x.total_tokens), fmtInt(x.usage_not_reported)]),
+      first === 'session' ? 2 : 1, [first === 'session' ? 1 : 0]);
   const cardTop = (id: string, rows: TopRow[]) => top(id, 'card', rows, (x) => [cardLabel(x)]);
   const sessionTop = (id: string, rows: TopRow[]) => top(id, 'session', rows, (x) => [x.id, cardLabel(x)]);
   const db = r.database;
@@ -558,7 +559,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1800px;color:#2
 h1{font-size:1.5em;margin:.8em 0 .3em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.unknown{color:#999;font-style:italic}
-td.name{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
+td.name{white-space:nowrap}td.prose{min-width:12em;overflow-wrap:anywhere}.scroll{overflow-x:auto;max-width:100%}
 .kv th{font-weight:normal;color:#555}figure{margin:1em 0;min-width:0}figcaption{font-weight:600;margin-bottom:.3em}
 svg.chart{display:block;width:100%;height:auto}
 svg text{font:11px system-ui,sans-serif;fill:#333}.note{color:#666}.status{font-weight:600}
@@ -630,7 +631,7 @@ ${kv('settlement', [
 ${r.running.length === 0 ? '<p class="note" id="running">Nothing is running.</p>'
   : htmlTable('running', ['card', 'session', 'age', 'since (UTC)', 'subagent_type', 'model', 'async'],
     r.running.map((x) => [cardLabel(x), x.task_session_id, fmtAge(x.age_seconds), x.observed_at, x.subagent_type ?? '(not reported)',
-      x.model ?? '(not reported)', x.async ? 'yes' : 'no']), 2)}
+      x.model ?? '(not reported)', x.async ? 'yes' : 'no']), 2, [0])}
 </body></html>
 `;
 }
