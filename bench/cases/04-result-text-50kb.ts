@@ -1,0 +1,76 @@
+// Target 4: completed subagent frames carrying a 50 KB result_text (a subagent's whole report), the
+// trigger against kandev's writer. The calls' earlier frames are written first, untimed; the timed
+// part is the completed frames alone.
+import type pg from 'pg';
+import { QUICK, alternate, ratios, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
+import { smallStores, benchPlan, relabel } from '../stores.js';
+import { createRows, writeSession, type WriteMode } from '../replay.js';
+import { goMarshal } from '../../kandev/gojson.js';
+import { prose } from '../../kandev/payloads.js';
+import { seededRandom } from '../../kandev/random.js';
+import { SHAPE, type PlannedSession, type Write } from '../../kandev/traffic.js';
+
+const VARIANTS = ['trigger', 'writer'] as const;
+const MODE: Record<typeof VARIANTS[number], WriteMode> = { trigger: 'messages', writer: 'kandev-writer' };
+
+/** One session holding the plan's completed subagent calls, each final frame's report made 50 KB. */
+function completedCalls(): PlannedSession {
+  const rnd = seededRandom(50);
+  const report = prose(rnd, SHAPE.maxResultText);
+  const base = benchPlan().sessions.find((s) => !s.history)!;
+  const turns = benchPlan().sessions.flatMap((s) => s.turns).filter((t) => t.subagents.some((a) => a.status === 'completed'))
+    .map((t) => {
+      const done = new Set(t.subagents.filter((a) => a.status === 'completed').map((a) => `msg-${a.toolCallId}`));
+      const writes = t.writes.filter((w) => 'message' in w && done.has(w.message) && w.class === 'subagent').map((w): Write => {
+        if (w.op !== 'update' || w.subagent?.agent_status !== 'completed' || !w.metadata) return w;
+        const doc = JSON.parse(w.metadata);
+        doc.normalized.subagent_task.result_text = report;
+        return { ...w, metadata: goMarshal(doc) };
+      });
+      return { ...t, writes };
+    });
+  return { ...base, abandoned: false, turns };
+}
+
+const isFinal = (w: Write) => w.op === 'update' && w.subagent?.agent_status === 'completed';
+
+const kase: BenchCase = {
+  id: '04-result-text-50kb',
+  title: "completed frames with a 50 KB result_text: trigger vs kandev's writer",
+  targets: [
+    { name: 'T4 wall, durable', metric: 'wall_ratio_sync_on', comparator: '<=', limit: 0.8 },
+  ],
+  async run(ctx) {
+    const urls = await smallStores(ctx);
+    const calls = completedCalls();
+    const store = { trigger: urls.on, writer: urls.writer };
+    const rounds = QUICK ? 3 : 15;
+    const clients = {} as Record<typeof VARIANTS[number], pg.Client>;
+    for (const v of VARIANTS) clients[v] = await open(store[v]);
+    let frames = 0;
+    const samples = await alternate(VARIANTS, rounds, async (v, sync, round) => {
+      const c = clients[v];
+      const s = relabel(calls, `c4-${v}-${round}`);
+      await setSync(c, 'off');
+      await createRows(c, s);
+      await writeSession(c, s, MODE[v], (w) => w.class === 'subagent' && !isFinal(w));
+      await setSync(c, sync);
+      let n = 0;
+      const sample = await measure([c], async () => { n = await writeSession(c, s, MODE[v], isFinal); });
+      frames = n;
+      return { wallMs: sample.wallMs / n, cpuMs: sample.cpuMs / n };
+    });
+    for (const c of Object.values(clients)) await c.end();
+    const r = ratios(samples, 'trigger', 'writer');
+    return {
+      metrics: {
+        completed_frames_per_round: frames, rounds, result_text_bytes: SHAPE.maxResultText,
+        wall_ratio_sync_on: r.ratio.wall_on, wall_ratio_sync_off: r.ratio.wall_off,
+        cpu_ratio_sync_on: r.ratio.cpu_on, cpu_ratio_sync_off: r.ratio.cpu_off,
+        ...perUnit(samples, 1),
+      },
+      details: { spread: r.spread },
+    };
+  },
+};
+export default kase;
