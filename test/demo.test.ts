@@ -4,6 +4,9 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../src/paths.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
 import type { Report } from '../src/report.js';
@@ -106,6 +109,18 @@ describe('demo', () => {
     expect(r.stdout).toMatch(/^ {2}nested, depth 1 +1$/m);
     expect(r.stdout).toMatch(/^demo finished in \d+(\.\d)?s$/m);
     expect(r.stdout).not.toContain('database left running');
+    // docs/demo.md's output block is what the demo prints, numbers aside: each of its lines, in order.
+    const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'demo.md'), 'utf8');
+    const block = /^```\n(✓ starting[\s\S]*?)^```$/m.exec(doc)?.[1];
+    expect(block, 'docs/demo.md shows the demo output').toBeDefined();
+    const shape = (line: string) => line.replace(/\d[\d,.:T-]*Z?/g, '#').trimEnd();
+    const printed = (r.stderr + r.stdout).split('\n').map(shape);
+    let at = 0;
+    for (const line of block!.split('\n').filter((l) => l !== '…' && l !== '').map(shape)) {
+      const found = printed.indexOf(line, at);
+      expect(found, `docs/demo.md line "${line}" is printed (after line ${at})`).toBeGreaterThanOrEqual(0);
+      at = found + 1;
+    }
     // The server it announced is gone.
     const host = r.stderr.match(/starting an embedded PostgreSQL \(\d+\.\ds\): (127\.0\.0\.1:\d+)/)![1];
     const c = new pg.Client(`postgres://postgres:x@${host}/postgres`);
