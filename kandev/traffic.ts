@@ -26,6 +26,7 @@
 import type pg from 'pg';
 import { seededRandom } from './random.js';
 import { goMarshal } from './gojson.js';
+import type { SubagentRow } from './subagent-row.js';
 import { quoteIdent } from '../src/sql.js';
 import { payloadSize, sourceText, stdoutText, htmlText, diffText, shellCommand, prose, pick, FILES, IDENT } from './payloads.js';
 
@@ -46,21 +47,9 @@ export const TOOL_KINDS = ['read_file', 'modify_file', 'shell_exec', 'code_searc
 export type ToolKind = typeof TOOL_KINDS[number];
 
 /** What kandev's own subagent writer knows about a subagent frame (its upsert's values, SPEC §4). */
-export interface SubagentValues {
-  tool_call_id: string;
-  parent_tool_call_id: string | null;
-  subagent_type: string | null;
-  description: string | null;
-  agent_id: string | null;
-  child_session_id: string | null;
-  model: string | null;
-  agent_status: string | null;
-  tool_status: string | null;
-  is_async: number;
-  total_tokens: number | null;
-  tool_use_count: number | null;
-  duration_ms: number | null;
-}
+export type SubagentValues = Pick<SubagentRow<number>,
+  | 'tool_call_id' | 'parent_tool_call_id' | 'subagent_type' | 'description' | 'agent_id' | 'child_session_id'
+  | 'model' | 'agent_status' | 'tool_status' | 'is_async' | 'total_tokens' | 'tool_use_count' | 'duration_ms'>;
 
 /** What a write is, for accounting: the stats it moves and the traffic classes of the benchmarks. */
 export type WriteClass = 'text' | 'prompt' | 'tool' | 'permission' | 'subagent' | 'bulk' | 'delete' | 'odd';

@@ -9,6 +9,7 @@
 // exactly what was written, with no JSON.parse precision loss.
 import { TERMINAL_TOOL_STATUSES } from '../../src/constants.js';
 import type { SubagentColumn } from './subagent-table.js';
+import type { SubagentRow } from '../../kandev/subagent-row.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Documents
@@ -240,30 +241,8 @@ function isTerminal(status: string | null): boolean {
 // ---------------------------------------------------------------------------------------------------
 // Rows
 
-/** Every column of task_session_subagents except id; timestamps as Postgres prints them. */
-export interface Row {
-  task_session_id: string;
-  task_id: string;
-  turn_id: string | null;
-  tool_call_id: string;
-  agent_execution_id: string;
-  parent_tool_call_id: string | null;
-  subagent_type: string | null;
-  description: string | null;
-  agent_id: string | null;
-  child_session_id: string | null;
-  model: string | null;
-  agent_status: string | null;
-  tool_status: string | null;
-  is_async: number;
-  total_tokens: bigint | null;
-  tool_use_count: bigint | null;
-  duration_ms: bigint | null;
-  source: string;
-  observed_at: string;
-  settled_at: string | null;
-  updated_at: string;
-}
+/** Every column of task_session_subagents except id (kandev/subagent-row.ts), metrics exact. */
+export type Row = SubagentRow<bigint>;
 
 // Row has exactly the table's columns but the generated id (a compile-time check).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
