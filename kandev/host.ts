@@ -6,7 +6,7 @@ import type pg from 'pg';
 export type Queryable = pg.ClientBase | pg.Pool;
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { quoteIdent } from '../src/sql.js';
+import { quoteIdent } from '#sql';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { goMarshal } from './gojson.js';
 

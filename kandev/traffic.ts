@@ -27,7 +27,7 @@ import type pg from 'pg';
 import { seededRandom } from './random.js';
 import { goMarshal } from './gojson.js';
 import type { SubagentRow } from './subagent-row.js';
-import { quoteIdent } from '../src/sql.js';
+import { quoteIdent } from '#sql';
 import { payloadSize, sourceText, stdoutText, htmlText, diffText, shellCommand, prose, pick, FILES, IDENT } from './payloads.js';
 
 export const SHAPE = {

@@ -6,7 +6,7 @@
 // model); the merge keeps what earlier frames reported, like the trigger's, so both store the same facts.
 import type pg from 'pg';
 import { randomUUID } from 'node:crypto';
-import { quoteIdent } from '../src/sql.js';
+import { quoteIdent } from '#sql';
 import { executeWrite, isTerminal, type Write, type WriteTarget } from './traffic.js';
 
 /** kandev's upsert into its own table: one prepared statement. */

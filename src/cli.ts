@@ -12,7 +12,7 @@ import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
 import { explain, ERROR_EXIT } from './db.js';
 import { red, safeLines } from './output.js';
-import { PACKAGE_VERSION } from './paths.js';
+import { PACKAGE_VERSION } from '#sql';
 
 const commands: Command[] = [upCommand, backfillCommand, healthCommand, repairCommand, reportCommand, metricsCommand, uninstallCommand, demoCommand];
 

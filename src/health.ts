@@ -1,6 +1,6 @@
 // Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql).
 import type pg from 'pg';
-import { PACKAGE_VERSION, quoteIdent } from './sql.js';
+import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { assertSchemaExists, UserError } from './db.js';
 import { readInstalledCode } from './install.js';
 import { SQL } from 'sql-template-strings';

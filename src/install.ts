@@ -4,7 +4,7 @@ import { runner, PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from './sql.js';
+import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

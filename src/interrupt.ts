@@ -4,7 +4,7 @@
 // rolls back, the database is read again, and one sentence says what state it is left in; exit 130.
 import pg from 'pg';
 import { safe } from './output.js';
-import { quoteIdent } from './sql.js';
+import { quoteIdent } from '#sql';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;

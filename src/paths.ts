@@ -15,7 +15,5 @@ function findPackageRoot(): string {
 }
 
 export const PACKAGE_ROOT = findPackageRoot();
-/** The version in package.json: what `--version` prints and health compares with the installed one. */
-export const PACKAGE_VERSION: string = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
 export const MIGRATIONS_DIR = join(PACKAGE_ROOT, 'migrations');
 export const MIGRATIONS_TABLE = 'subagent_context_migrations';

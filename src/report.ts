@@ -2,7 +2,7 @@
 // snapshot, and renders them as terminal tables and charts, JSON, or one self-contained HTML page.
 // No SQL lives here; what is here is formatting.
 import type pg from 'pg';
-import { quoteIdent, sqlFile } from './sql.js';
+import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from './db.js';
 import { safe } from './output.js';
 

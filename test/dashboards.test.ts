@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
-import { sqlFile } from '../src/sql.js';
+import { sqlFile } from '#sql';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const DIR = join(PACKAGE_ROOT, 'sql', 'dashboards');

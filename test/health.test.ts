@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli, type CliResult } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../kandev/host.js';
-import { PACKAGE_VERSION } from '../src/sql.js';
+import { PACKAGE_VERSION } from '#sql';
 
 const db = await freshDatabase('health');
 const cli = builtCli();

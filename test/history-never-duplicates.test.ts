@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { backfill } from '../src/install.js';
-import { quoteIdent } from '../src/sql.js';
+import { quoteIdent } from '#sql';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 
 const db = await freshDatabase('never_duplicates');

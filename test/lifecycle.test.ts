@@ -9,7 +9,7 @@ import { freshDatabase } from './helpers/database.js';
 import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
-import { quoteIdent } from '../src/sql.js';
+import { quoteIdent } from '#sql';
 import { installationShape } from './helpers/shape.js';
 import { MIGRATIONS } from './helpers/migrations.js';
 import { builtCli, runCli } from './helpers/cli.js';

@@ -6,7 +6,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
-import { PACKAGE_VERSION } from '../src/paths.js';
+import { PACKAGE_VERSION } from '#sql';
 import { STATUS_VALUES, METRICS } from '../src/commands/metrics.js';
 
 const db = await freshDatabase('metrics');

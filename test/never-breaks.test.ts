@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { createHostTables, createTurn, subagentMetadata } from '../kandev/host.js';
 import { up } from '../src/install.js';
-import { sqlFile } from '../src/sql.js';
+import { sqlFile } from '#sql';
 
 const db = await freshDatabase('never_breaks');
 const owner = `sc_owner_${randomBytes(4).toString('hex')}`;

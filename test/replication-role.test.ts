@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { captureTrigger } from './helpers/catalog.js';
-import { codeSql } from '../src/sql.js';
+import { codeSql } from '#sql';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
 
 const db = await freshDatabase('replication_role', { from: 'installed' });

@@ -8,7 +8,7 @@ import { freshDatabase } from './helpers/database.js';
 import { captureTrigger } from './helpers/catalog.js';
 import { createTurn, subagentMetadata } from '../kandev/host.js';
 import { migrate } from '../src/install.js';
-import { PACKAGE_VERSION } from '../src/sql.js';
+import { PACKAGE_VERSION } from '#sql';
 import { SUBAGENT_KEY, SUBAGENT_TABLE } from './model/subagent-table.js';
 
 const db = await freshDatabase('security', { from: 'installed' });

@@ -8,7 +8,7 @@ import { installRelease, RELEASES } from './helpers/releases.js';
 import { installationShape } from './helpers/shape.js';
 import { MIGRATIONS } from './helpers/migrations.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
-import { PACKAGE_VERSION, quoteIdent } from '../src/sql.js';
+import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { readInstalledCode } from '../src/install.js';
 
 const db = await freshDatabase('upgrade');

@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { healthReport, type HealthReport } from '../health.js';
 import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
-import { PACKAGE_VERSION, quoteIdent } from '../sql.js';
+import { PACKAGE_VERSION, quoteIdent } from '#sql';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 

@@ -2,8 +2,7 @@ import type { Command, CommandContext } from './types.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
 import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
-import { sqlFile } from '../sql.js';
-import { PACKAGE_VERSION } from '../paths.js';
+import { PACKAGE_VERSION, sqlFile } from '#sql';
 import { safe } from '../output.js';
 
 interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }

@@ -1,7 +1,7 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
-import { quoteIdent } from '../sql.js';
+import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
 import { printJson, yellow } from '../output.js';
 

@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { assertSchemaExists, withClient } from '../db.js';
 import { healthInstalled } from '../health.js';
 import { migrate } from '../install.js';
-import { sqlStatements } from '../sql.js';
+import { sqlStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { safe } from '../output.js';
 

@@ -1,0 +1,27 @@
+// Types of sql.js for the TypeScript side (src/ imports it as `#sql`, package.json "imports").
+export const PACKAGE_VERSION: string;
+export const DATA_FILES: string[];
+export const CODE_FILES: string[];
+export const HOST_TABLES: string[];
+export const COUNTERS: string[];
+export const CODE_DIGEST: string;
+
+export interface InstalledCode {
+  version: string;
+  code_digest: string | null;
+  server_major: number | null;
+  /** This package's code, built for this server major. */
+  current: boolean;
+}
+
+export function quoteIdent(name: string): string;
+/** One file of sql/, rendered for `schema`. */
+export function sqlFile(file: string, schema: string): string;
+/** One file of sql/, rendered for `schema`, as its top-level statements. */
+export function sqlStatements(file: string, schema: string): string[];
+export function transactionStatements(schema: string, sqls: string[]): string[];
+export function dataSql(schema: string): string[];
+export function codeSql(schema: string): string[];
+export function uninstallSql(schema: string): string[];
+export function installedCode(select: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, schema: string): Promise<InstalledCode | null>;
+export function targetSchema(pgm: unknown): Promise<string>;
