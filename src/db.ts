@@ -4,7 +4,7 @@ import { SQL } from 'sql-template-strings';
 
 export type Client = pg.Client;
 
-/** The exit status of every error, on every command (SPEC §9): "could not check", never 0, 1 or 2. */
+/** The exit status of every error, on every command (docs/health.md, exit status): "could not check", never 0, 1 or 2. */
 export const ERROR_EXIT = 3;
 
 /** An error an operator can act on: its message is one sentence that says what to do. */

@@ -61,7 +61,7 @@ export interface Report {
   agent_status: Array<{ agent_status: string; subagents: number; usage_reported: number; model_reported: number }>;
   /** null where the topology cannot answer it (`unavailable` says why). */
   nesting: Array<{ depth: number | null; subagents: number }> | null;
-  /** Panels left out on this topology or host, each with the one sentence that says why (SPEC §12). */
+  /** Panels left out on this topology or host, each with the one sentence that says why (docs/decisions.md, Citus and partitioned messages). */
   unavailable: Record<string, string>;
   settlement: {
     settled: number; settled_sync: number; settled_async: number; outstanding: number; outstanding_async: number;

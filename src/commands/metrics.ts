@@ -7,7 +7,7 @@ import { safe } from '../output.js';
 
 interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }
 
-/** health's status values (SPEC §8), exported as a state set: one series per value, 1 for the current one. */
+/** health's status values (docs/health.md), exported as a state set: one series per value, 1 for the current one. */
 export const STATUS_VALUES = ['healthy', 'idle', 'shortfall', 'not_activated', 'trigger_missing', 'trigger_disabled', 'not_installed'] as const;
 
 // Label values are shown safe() first: `metrics --once` on a terminal must not pass control characters
