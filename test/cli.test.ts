@@ -24,7 +24,8 @@ const COMMANDS = ['up', 'backfill', 'health', 'repair', 'report', 'metrics', 'un
 const DB_COMMANDS: string[][] = [['up'], ['backfill'], ['health'], ['repair'], ['report'], ['metrics', '--once'], ['uninstall']];
 const noStack = (s: string) => expect(s, 'no stack trace').not.toMatch(/^\s+at /m);
 
-describe('help', () => {
+// The CLI-only cases share no state: each spawns its own process, so they run side by side.
+describe.concurrent('help', () => {
   it('lists every command; no command at all is a usage error', async () => {
     const help = await runCli(cli, ['--help']);
     expect(help.code).toBe(0);
@@ -53,7 +54,7 @@ describe('help', () => {
   });
 });
 
-describe('connection errors, for every command that needs a database', () => {
+describe.concurrent('connection errors, for every command that needs a database', () => {
   it.each(DB_COMMANDS)('%s: no database, unreachable, wrong password, missing database', async (...args) => {
     const none = await runCli(cli, args);
     expect(none.code).toBe(3);
