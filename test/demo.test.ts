@@ -44,7 +44,8 @@ describe('planTraffic', () => {
   });
 });
 
-describe('demo', () => {
+// Each demo starts its own embedded server on a free port: the cases run side by side.
+describe.concurrent('demo', () => {
   it('--json --keep: installs, backfills, replays, reports the measured shape; other commands use the kept database; Ctrl-C stops it', async () => {
     const { child, exited, value: result, stderr } = await startCli(cli, ['demo', '--json', '--keep', '--writers', '3'], {}, (out): DemoResult | undefined => {
       try { return JSON.parse(out); } catch { return undefined; /* not complete yet */ }
