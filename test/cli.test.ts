@@ -160,7 +160,7 @@ describe('--verbose and NO_COLOR', () => {
 describe('exit status 3 on every error, and --version on every command', () => {
   const env = () => ({ DATABASE_URL: db.url });
 
-  it.each(COMMANDS)('%s --version prints the package version, exit 0', async (c) => {
+  it.concurrent.each(COMMANDS)('%s --version prints the package version, exit 0', async (c) => {
     const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
     const r = await runCli(cli, [c, '--version']);
     expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
@@ -172,7 +172,7 @@ describe('exit status 3 on every error, and --version on every command', () => {
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
-  it.each(DB_COMMANDS)('%s refuses extra positional arguments instead of ignoring them', async (...args) => {
+  it.concurrent.each(DB_COMMANDS)('%s refuses extra positional arguments instead of ignoring them', async (...args) => {
     const r = await runCli(cli, [...args, 'kandev'], env());
     expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe(`error: ${args[0]} takes no arguments, got "kandev". Options start with --; ` +
