@@ -21,8 +21,13 @@ function roleOf(url: string | undefined): string {
   }
 }
 
+/** A name as SQL spells it: bare when it is a plain lowercase identifier, else double-quoted. */
+function sqlName(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`;
+}
+
 /** A pg error, or a connection error, as one sentence that says what to do. */
-export function explain(err: unknown, url?: string): Error {
+export function explain(err: unknown, url?: string, schema?: string): Error {
   if (err instanceof UserError) return err;
   const e = err as { code?: string; message?: string };
   const where = url ? ` (${redact(url)})` : '';
@@ -49,9 +54,11 @@ export function explain(err: unknown, url?: string): Error {
   switch (e.code) {
     case '42501': {
       const table = /permission denied for (?:table|relation|view|sequence|function) (\S+)/.exec(message)?.[1];
+      // PostgreSQL names the table without its schema; the GRANT must name it, or it misses on --schema.
+      const q = (name: string) => (schema ? `${sqlName(schema)}.${name}` : name);
       return new UserError(table
-        ? `the role ${role} may not read ${table}: grant it with \`GRANT SELECT ON ${table} TO ${role};\` ` +
-          '(reading reports needs SELECT on task_session_subagents, task_sessions and tasks), or connect as its owner.'
+        ? `the role ${role} may not read ${q(table)}: grant it with \`GRANT SELECT ON ${q(table)} TO ${role};\` ` +
+          `(reading reports needs SELECT on ${q('task_session_subagents')}, ${q('task_sessions')} and ${q('tasks')}), or connect as its owner.`
         : `${message}: the role ${role} lacks a privilege this needs; connect as the role that installed subagent-context.`);
     }
     case 'ECONNREFUSED':
@@ -106,12 +113,13 @@ export async function connect(url: string | undefined): Promise<pg.Client> {
   return client;
 }
 
-export async function withClient<T>(url: string | undefined, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** `schema`, when given, qualifies the table names of a privilege error's GRANT hint. */
+export async function withClient<T>(url: string | undefined, fn: (client: pg.Client) => Promise<T>, schema?: string): Promise<T> {
   const client = await connect(url);
   try {
     return await fn(client);
   } catch (err) {
-    throw explain(err, url);
+    throw explain(err, url, schema);
   } finally {
     await client.end().catch(() => {});
   }

@@ -266,9 +266,10 @@ describe('exit status 3 on every error, and --version on every command', () => {
     it('report as a role that cannot read the table names the grant', async () => {
       const r = await runCli(cli, ['report', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
       expect(r.code).toBe(3);
-      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not read task_session_subagents: grant it with ` +
-        `\`GRANT SELECT ON task_session_subagents TO ${nocreate};\` (reading reports needs SELECT on task_session_subagents, ` +
-        `task_sessions and tasks), or connect as its owner.`);
+      // The GRANT names the schema: a bare table name would grant on (or miss in) the search_path's schema.
+      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not read owned.task_session_subagents: grant it with ` +
+        `\`GRANT SELECT ON owned.task_session_subagents TO ${nocreate};\` (reading reports needs SELECT on ` +
+        `owned.task_session_subagents, owned.task_sessions and owned.tasks), or connect as its owner.`);
     });
   });
 });

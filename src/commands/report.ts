@@ -61,6 +61,6 @@ Examples:
       if (ctx.json) printJson(report);
       else if (typeof html !== 'string') console.log(renderText(report, { bold, dim, bar: (s) => s }, width));
       return 0;
-    });
+    }, ctx.schema);
   },
 };
