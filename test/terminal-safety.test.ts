@@ -85,6 +85,9 @@ describe('agent-written text on the terminal', () => {
     expect(coloured).not.toContain('\u001b]');
     expect(coloured).not.toContain('\u001b[2J');
     expect(coloured.replace(OWN_SGR, '')).not.toMatch(CONTROL);
+    // The project's own colours stay colours: escaping must not reach them (\x1b[32m shown as text).
+    expect(coloured).not.toMatch(/\\x1b\[(?:0|1|2|32|33)m/);
+    if (args[0] === 'health') expect(coloured).toContain('\u001b[32mhealthy\u001b[0m');
     if (args[0] === 'report') {
       expect(plain).toContain(MODEL_SHOWN);
       expect(coloured).toContain(MODEL_SHOWN);

@@ -56,8 +56,10 @@ Examples:
         printJson({ ...health, stats, upgrade_available: report.upgradeAvailable });
         return exitCode;
       }
-      const word = exitCode === 0 ? green(status) : exitCode === 1 ? red(status) : yellow(status);
-      console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${safe(word)}`);
+      // Escaped before it is painted: safe() after the colour would show the colour codes as text.
+      const shown = safe(status);
+      const word = exitCode === 0 ? green(shown) : exitCode === 1 ? red(shown) : yellow(shown);
+      console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${word}`);
       console.log(`  ${advice(report, ctx.schema)}`);
       if (status === 'not_installed') return exitCode;
       const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
