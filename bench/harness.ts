@@ -191,9 +191,3 @@ export function evaluate(kase: string, targets: Target[], metrics: Metrics): Tar
     return { ...t, case: kase, value, met };
   });
 }
-
-export function urlFor(admin: string, db: string): string {
-  const u = new URL(admin);
-  u.pathname = '/' + db;
-  return u.toString();
-}

@@ -7,10 +7,10 @@ import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { cpus, totalmem, platform, release, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../demo/embedded.js';
+import { startEmbeddedPostgres, urlFor, type EmbeddedServer } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import {
-  QUICK, STRICT, log, now, fmt, urlFor, evaluate, type BenchCase, type Context, type TargetResult, type Metrics,
+  QUICK, STRICT, log, now, fmt, evaluate, type BenchCase, type Context, type TargetResult, type Metrics,
 } from './harness.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -17,6 +17,13 @@ import pg from 'pg';
 import { UserError } from '../src/db.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
+/** The URL of another database on the same server (the tests' and the benchmark's fresh databases). */
+export function urlFor(serverUrl: string, database: string): string {
+  const u = new URL(serverUrl);
+  u.pathname = '/' + database;
+  return u.toString();
+}
+
 export const SUPPORTED_MAJORS = ['15', '16', '17', '18'] as const;
 export type PgMajor = (typeof SUPPORTED_MAJORS)[number];
 export const DEFAULT_MAJOR: PgMajor = '17';

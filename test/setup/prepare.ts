@@ -12,6 +12,7 @@ import pg from 'pg';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { createHostTables, HOST_SHAPES, type HostShape } from '../../kandev/host.js';
 import { up } from '../../src/install.js';
+import { urlFor } from '../../demo/embedded.js';
 
 /** What a test file may start from: an empty database, or a clone of one of the templates. */
 export type Template = 'host' | 'installed';
@@ -53,12 +54,7 @@ export async function buildCli(): Promise<string> {
   return cli;
 }
 
-/** The URL of another database on the same server. */
-export function urlFor(adminUrl: string, database: string): string {
-  const u = new URL(adminUrl);
-  u.pathname = '/' + database;
-  return u.toString();
-}
+export { urlFor };
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client(url);
