@@ -1,26 +1,29 @@
-// The fan-out report: runs the queries in sql/report/ (one file per panel, readable on their own) in one
-// snapshot, and renders them as terminal tables and charts, JSON, or one self-contained HTML page.
-// No SQL lives here; what is here is formatting.
+// The fan-out report: runs the queries in sql/dashboards/ and sql/report/ (one file per panel, readable on
+// their own) in one snapshot, and renders them as terminal tables and charts, JSON, or one self-contained
+// HTML page. No SQL lives here; what is here is formatting.
 import type pg from 'pg';
 import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from './db.js';
 import { safe } from './output.js';
 
-/** The windowed panels, each one file in sql/report/ taking $1 (since) and $2 (until). */
+/**
+ * The windowed panels, each one file taking $1 (since) and $2 (until): those Grafana also shows live in
+ * sql/dashboards/ (its builder puts the time picker's range in $1/$2), the report's own in sql/report/.
+ */
 const WINDOWED = {
-  identity: 'identity.sql',
-  overview: 'overview.sql',
-  fanout_per_turn: 'fanout-per-turn.sql',
-  sessions_and_cards: 'sessions-and-cards.sql',
-  subagents_per_session: 'subagents-per-session.sql',
-  usage: 'usage.sql',
-  agent_status: 'agent-status.sql',
-  nesting: 'nesting.sql',
-  settlement: 'settlement.sql',
-  running: 'running.sql',
-  top_cards: 'top-cards.sql',
-  top_sessions: 'top-sessions.sql',
-  trend_per_day: 'trend-per-day.sql',
+  identity: 'report/identity.sql',
+  overview: 'dashboards/overview.sql',
+  fanout_per_turn: 'dashboards/fanout-per-turn.sql',
+  sessions_and_cards: 'dashboards/sessions-and-cards.sql',
+  subagents_per_session: 'dashboards/subagents-per-session.sql',
+  usage: 'dashboards/usage.sql',
+  agent_status: 'dashboards/agent-status.sql',
+  nesting: 'dashboards/nesting.sql',
+  settlement: 'dashboards/settlement.sql',
+  running: 'report/running.sql',
+  top_cards: 'report/top-cards.sql',
+  top_sessions: 'report/top-sessions.sql',
+  trend_per_day: 'report/trend-per-day.sql',
 } as const;
 const SINGLE_ROW = new Set(['identity', 'overview', 'sessions_and_cards', 'settlement', 'health', 'stats']);
 
@@ -151,7 +154,7 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
   const window = opts.window ?? { since: null, until: null };
   const raw: Record<string, unknown> = {};
   const unavailable: Record<string, string> = {};
-  const q = async (file: string, params: unknown[] = []) => plain(await client.query(sqlFile(`report/${file}`, schema), params));
+  const q = async (file: string, params: unknown[] = []) => plain(await client.query(sqlFile(file, schema), params));
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     const known = await client.query(
@@ -170,11 +173,11 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
       raw[key] = SINGLE_ROW.has(key) ? rows[0] : rows;
     }
     // Current state, not windowed: the same files the dashboards and `metrics` run.
-    raw.health = plain(await client.query(sqlFile('dashboards/health.sql', schema)))[0];
-    raw.stats = plain(await client.query(sqlFile('dashboards/stats.sql', schema)))[0];
+    raw.health = (await q('dashboards/health.sql'))[0];
+    raw.stats = (await q('dashboards/stats.sql'))[0];
     const ids = [...new Set([...(raw.top_cards as TopRow[]), ...(raw.top_sessions as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
     const titles = new Map<string, string>();
-    if (known.rows[0].titles) for (const t of await q('task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
+    if (known.rows[0].titles) for (const t of await q('report/task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
     else unavailable.titles = `the host has no ${quoteIdent(schema)}.tasks.title column, so cards are shown by their id.`;
     for (const key of ['top_cards', 'top_sessions', 'running']) {
       for (const row of raw[key] as Array<Record<string, unknown>>) row.title = titles.get(row.task_id as string) ?? null;

@@ -1,6 +1,7 @@
 // The dashboard queries: every file in sql/dashboards/ runs against a seeded database, and the Grafana
-// dashboard runs exactly those files, each with the time picker's filter on its time column (its rawSql,
-// with Grafana's macros and variables substituted as Grafana would, is executed too, and pasted into psql).
+// dashboard runs exactly those files, the windowed ones with the time picker's range bound where `report`
+// binds --since/--until (its rawSql, with Grafana's macros and variables substituted as Grafana would, is
+// executed too, and pasted into psql).
 import { describe, it, expect } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { execFile } from 'node:child_process';
@@ -27,10 +28,9 @@ interface Dashboard {
   __inputs: Array<{ name: string; type: string; pluginId: string }>;
   templating: { list: Array<{ name: string; type: string }> };
 }
-type TimeFilter = { table: string; alias?: string; column: string; last?: boolean };
 const builder: {
   buildDashboard(): Dashboard; grafanaSql(file: string): string;
-  TIME_FILTERS: Record<string, TimeFilter>; GRAFANA: { versions: string; schemaVersion: number; panelTypes: string[] };
+  TIME_RANGE: Record<string, string>; GRAFANA: { versions: string; schemaVersion: number; panelTypes: string[] };
 } = await import(join(DIR, 'build-grafana-dashboard.mjs'));
 const dashboard: Dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8'));
 const sqlFiles = readdirSync(DIR).filter((f) => f.endsWith('.sql')).sort();
@@ -51,33 +51,44 @@ function substituteGrafana(sql: string, schema: string, { from, to }: Range = HO
   return out;
 }
 
-/** A panel query with its time filter taken out again: what its file says. */
-const withoutTimeFilter = (sql: string) => sql.replace(
-  /\(SELECT \* FROM ("\$\{schema:raw\}"\.(\w+)) WHERE \$__timeFilter\(\w+\)\) AS (\w+)/g,
-  (_, ref: string, table: string, alias: string) => (alias === table ? ref : `${ref} AS ${alias}`));
+/** A panel query with the time range's parameters put back: what its file says. */
+const withoutTimeRange = (sql: string) => Object.entries(builder.TIME_RANGE)
+  .reduce((out, [param, macro]) => out.replaceAll(macro, param), sql);
 
 const sqlTargets = (): Array<{ panel: Panel; format: string; rawSql: string }> =>
   dashboard.panels.flatMap((p) => (p.targets ?? []).filter((t) => t.rawSql !== undefined)
     .map((t) => ({ panel: p, format: t.format!, rawSql: t.rawSql! })));
-const fileOf = (rawSql: string) => sqlFiles.find((f) => builder.grafanaSql(f) === withoutTimeFilter(rawSql));
+const fileOf = (rawSql: string) => sqlFiles.find((f) => builder.grafanaSql(f) === withoutTimeRange(rawSql));
 /** The files whose data has no time: the current state, which the time picker cannot narrow. */
 const TIMELESS = ['health.sql', 'stats.sql'];
+/** The query files that take a time range as $1/$2 (what `report` and the dashboard bind). */
+const WINDOWED = ['agent-status.sql', 'fanout-per-turn.sql', 'nesting.sql', 'overview.sql', 'sessions-and-cards.sql',
+  'settlement.sql', 'subagents-per-session.sql', 'usage.sql'];
+const OPEN = [null, null]; // $1/$2 unbound: all time
 
 describe('sql/dashboards', () => {
   it('every query file runs and returns rows on the seeded database', async () => {
     const withoutMacros = sqlFiles.filter((f) => f !== 'observed-per-hour.sql');
-    expect(withoutMacros).toEqual(['agent-status.sql', 'fanout-per-turn.sql', 'health.sql', 'metrics.sql', 'nesting.sql',
-      'overview.sql', 'sessions-and-cards.sql', 'settlement.sql', 'stats.sql', 'subagents-per-session.sql',
-      'usage-by-model.sql', 'usage-by-subagent-type.sql']);
+    expect(withoutMacros).toEqual([...WINDOWED, ...TIMELESS, 'metrics.sql'].sort());
     for (const file of withoutMacros) {
-      const { rows } = await db.query(sqlFile(`dashboards/${file}`, SCHEMA));
+      const { rows } = await db.query(sqlFile(`dashboards/${file}`, SCHEMA), WINDOWED.includes(file) ? OPEN : []);
       expect(rows.length, file).toBeGreaterThan(0);
     }
-    // The report runs its own, windowed (--since/--until) queries in sql/report/ (docs/decisions.md).
+  });
+
+  it('each windowed file applies its range to one time column, start inclusive and end exclusive', () => {
+    for (const file of WINDOWED) {
+      const text = readFileSync(join(DIR, file), 'utf8');
+      const uses = text.match(/\$[12]::timestamp/g) ?? [];
+      const windows = [...text.matchAll(/([\w.]+) >= coalesce\(\$1::timestamp, '-infinity'\) AND \1 < coalesce\(\$2::timestamp, 'infinity'\)/g)];
+      expect(windows.length, `${file} spells its window one way`).toBeGreaterThan(0);
+      expect(uses, `${file}: every $1/$2 is part of such a window`).toHaveLength(2 * windows.length);
+      for (const w of windows) expect(['observed_at', 'started_at'], file).toContain(w[1].replace(/^\w+\./, ''));
+    }
   });
 
   it('fan-out per turn and health have the hand-counted values', async () => {
-    const fanout = await db.query(sqlFile('dashboards/fanout-per-turn.sql', SCHEMA));
+    const fanout = await db.query(sqlFile('dashboards/fanout-per-turn.sql', SCHEMA), OPEN);
     expect(fanout.rows).toEqual([{ fanout: 1n, turns: 2n }, { fanout: 2n, turns: 1n }, { fanout: 4n, turns: 1n }]);
     const health = await db.query(sqlFile('dashboards/health.sql', SCHEMA));
     expect(health.rows[0]).toMatchObject({ activated: true, shortfall: 0n, excess: 0n, trigger_enabled: true, failures: 0n, collisions: 0n });
@@ -105,17 +116,19 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
     expect([...used].sort()).toEqual(sqlFiles.filter((f) => f !== 'metrics.sql'));
   });
 
-  it('every panel whose data has a time filters on its time column with $__timeFilter', () => {
+  it('every panel whose data has a time takes the time picker\'s range, and no panel has a parameter left', () => {
     for (const t of sqlTargets()) {
       const file = fileOf(t.rawSql)!;
+      expect(t.rawSql, `panel "${t.panel.title}" (${file})`).not.toMatch(/\$\d/);
       if (TIMELESS.includes(file)) {
         expect(t.rawSql, `${file} reads the current state`).not.toContain('$__time');
-        continue;
+      } else if (file === 'observed-per-hour.sql') {
+        expect([...t.rawSql.matchAll(/\$__timeFilter\((\w+)\)/g)].map((m) => m[1])).toEqual(['observed_at']);
+      } else {
+        expect(WINDOWED, file).toContain(file);
+        expect(t.rawSql, `panel "${t.panel.title}" honours the time picker`).toContain('$__timeFrom()::timestamp');
+        expect(t.rawSql, `panel "${t.panel.title}" honours the time picker`).toContain('$__timeTo()::timestamp');
       }
-      const filters = [...t.rawSql.matchAll(/\$__timeFilter\((\w+)\)/g)].map((m) => m[1]);
-      expect(filters, `panel "${t.panel.title}" (${file}) honours the time picker`).toHaveLength(1);
-      const expected = file === 'observed-per-hour.sql' ? 'observed_at' : builder.TIME_FILTERS[file].column;
-      expect(filters[0], file).toBe(expected);
     }
   });
 
@@ -130,8 +143,8 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
       }
       expect(none, `${file} over a range with no data`).not.toEqual(all);
       if (t.format === 'time_series') continue; // hourly buckets: no plain form to compare with
-      // Over all time the panel shows what its file shows without Grafana (what `report` prints).
-      expect(all, file).toEqual((await db.query(sqlFile(`dashboards/${file}`, SCHEMA))).rows);
+      // Over all time the panel shows what its file shows unbounded (what `report` prints without a window).
+      expect(all, file).toEqual((await db.query(sqlFile(`dashboards/${file}`, SCHEMA), OPEN)).rows);
     }
     const totals = sqlTargets().find((t) => fileOf(t.rawSql) === 'overview.sql')!;
     expect((await db.query(substituteGrafana(totals.rawSql, SCHEMA, NOTHING))).rows[0]).toMatchObject({ subagents: 0n });

@@ -17,41 +17,21 @@ export const GRAFANA = { versions: '10.4 and later', schemaVersion: 39, panelTyp
 const DASHBOARD_DS = { type: 'datasource', uid: '-- Dashboard --' };
 
 /**
- * The time column that the dashboard's time picker filters on, per query file: `table` (and `alias`, when
- * the file names one) is the reference that gets the filter, `column` the column. Subagents are placed in
- * time by when they were first observed; sessions by when they started. Files not listed (health.sql,
- * stats.sql) read the current state, which has no time. observed-per-hour.sql filters itself.
- * nesting.sql filters only the rows it counts (`last`), not the tree that finds their parents, so a
- * child whose parent was observed before the range keeps its depth.
+ * A windowed query file takes its time range as $1 (start, inclusive) and $2 (end, exclusive), UTC
+ * timestamps where NULL leaves that side open: `report` binds --since/--until there, the dashboard binds
+ * its time picker's range. Each file says which time column the range applies to (subagents by
+ * observed_at, sessions by started_at). health.sql and stats.sql read the current state, which has no
+ * time; observed-per-hour.sql is Grafana's own and uses its macros directly.
  */
-export const TIME_FILTERS = {
-  'fanout-per-turn.sql': { table: 'task_session_subagents', column: 'observed_at' },
-  'subagents-per-session.sql': { table: 'task_sessions', alias: 's', column: 'started_at' },
-  'sessions-and-cards.sql': { table: 'task_sessions', alias: 's', column: 'started_at' },
-  'overview.sql': { table: 'task_session_subagents', column: 'observed_at' },
-  'usage-by-subagent-type.sql': { table: 'task_session_subagents', column: 'observed_at' },
-  'usage-by-model.sql': { table: 'task_session_subagents', column: 'observed_at' },
-  'agent-status.sql': { table: 'task_session_subagents', column: 'observed_at' },
-  'nesting.sql': { table: 'task_session_subagents', alias: 'r', column: 'observed_at', last: true },
-  'settlement.sql': { table: 'task_session_subagents', column: 'observed_at' },
-};
+export const TIME_RANGE = { '$1::timestamp': '$__timeFrom()::timestamp', '$2::timestamp': '$__timeTo()::timestamp' };
 
-/**
- * The reference to `table` in `sql` replaced by the same table restricted to the dashboard's time range:
- * `(SELECT * FROM t WHERE $__timeFilter(column)) AS alias`, so the query around it stays as in its file.
- * Exactly one reference must match (or the last one, with `last`): a query file that changes shape stops
- * the build instead of silently losing its filter.
- */
-export function withTimeFilter(sql, { table, alias, column, last = false }) {
-  const ref = `"\${schema:raw}".${table}`;
-  const pattern = new RegExp(`${ref.replace(/[.*+?^${}()|[\]\\$]/g, '\\$&')}${alias ? ` AS ${alias}\\b` : '(?!\\s+AS\\b)'}`, 'g');
-  const matches = [...sql.matchAll(pattern)];
-  if (matches.length === 0 || (matches.length > 1 && !last)) {
-    throw new Error(`withTimeFilter: expected one reference to ${table}${alias ? ` AS ${alias}` : ''}, found ${matches.length}`);
-  }
-  const m = matches[matches.length - 1];
-  const filtered = `(SELECT * FROM ${ref} WHERE $__timeFilter(${column})) AS ${alias ?? table}`;
-  return sql.slice(0, m.index) + filtered + sql.slice(m.index + m[0].length);
+/** A query with the dashboard's time range in place of $1/$2; any other parameter stops the build. */
+export function withTimeRange(sql) {
+  let out = sql;
+  for (const [param, macro] of Object.entries(TIME_RANGE)) out = out.replaceAll(param, macro);
+  const left = out.match(/\$\d+/);
+  if (left) throw new Error(`withTimeRange: parameter ${left[0]} has no dashboard value (only $1::timestamp and $2::timestamp do)`);
+  return out;
 }
 
 /** A file's query for Grafana: its leading comment dropped, the schema taken from the dashboard variable. */
@@ -65,7 +45,7 @@ export function grafanaSql(file) {
 /** The dashboard, as grafana-dashboard.json holds it. */
 export function buildDashboard() {
   let id = 0;
-  const panelSql = (file) => (TIME_FILTERS[file] ? withTimeFilter(grafanaSql(file), TIME_FILTERS[file]) : grafanaSql(file));
+  const panelSql = (file) => withTimeRange(grafanaSql(file));
   const target = (file, format = 'table') => ({
     refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: panelSql(file),
   });
@@ -122,11 +102,11 @@ export function buildDashboard() {
       targets: [target('observed-per-hour.sql', 'time_series')], fieldConfig: { defaults: { custom: { drawStyle: 'bars' } }, overrides: [] }, options: {},
     },
     { id: ++id, type: 'row', title: 'Usage (unknown = not reported, never 0)', collapsed: false, gridPos: pos(0, 31, 24, 1), panels: [] },
-    table('By subagent_type', 'usage-by-subagent-type.sql', pos(0, 32, 24, 8)),
-    table('By model', 'usage-by-model.sql', pos(0, 40, 24, 7)),
+    table('By subagent_type and by model', 'usage.sql', pos(0, 32, 24, 15), 'dimension says which: one row per subagent_type, then one per model.'),
     bars('By agent status', 'agent-status.sql', 'agent_status', pos(0, 47, 12, 8)),
-    table('Nesting (depth; empty = parent not captured)', 'nesting.sql', pos(12, 47, 6, 8)),
-    table('Settled vs outstanding', 'settlement.sql', pos(18, 47, 6, 8)),
+    table('Nesting (depth; empty = parent not captured)', 'nesting.sql', pos(12, 47, 12, 8)),
+    table('Settled vs outstanding', 'settlement.sql', pos(0, 55, 24, 4),
+      'A background (async) launch settles when the launch returns; its run time is known only where the agent reported duration_ms.'),
   ];
 
   const dashboard = {

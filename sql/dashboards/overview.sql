@@ -1,4 +1,8 @@
--- One line of totals. total_tokens sums reported values only and is NULL when none was reported.
+-- One line of totals over the window. total_tokens sums reported values only and is NULL when none was
+-- reported (NULL is "not reported", never 0).
+WITH r AS (
+  SELECT * FROM @extschema@.task_session_subagents
+   WHERE observed_at >= coalesce($1::timestamp, '-infinity') AND observed_at < coalesce($2::timestamp, 'infinity'))
 SELECT count(*) AS subagents,
        count(*) FILTER (WHERE source = 'live') AS live,
        count(*) FILTER (WHERE source = 'backfill') AS backfill,
@@ -10,4 +14,4 @@ SELECT count(*) AS subagents,
        sum(total_tokens) AS total_tokens,
        max(total_tokens) AS max_tokens,
        count(*) FILTER (WHERE agent_execution_id = 'unknown') AS unknown_execution
-  FROM @extschema@.task_session_subagents;
+  FROM r;

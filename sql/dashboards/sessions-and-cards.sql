@@ -1,11 +1,17 @@
 -- Per card (task) and per session. "sessions per card" is what kandev's own tables show (1.0 almost
 -- everywhere); every subagent is one more model context, so contexts per card = sessions + subagents.
--- Cards are tasks with at least one session.
-WITH per_session AS (
+-- A session counts when it started in the window or launched a subagent in it; cards are the tasks of
+-- those sessions.
+WITH r AS (
+  SELECT * FROM @extschema@.task_session_subagents
+   WHERE observed_at >= coalesce($1::timestamp, '-infinity') AND observed_at < coalesce($2::timestamp, 'infinity')),
+per_session AS (
   SELECT s.id, s.task_id, count(r.id) AS subagents
     FROM @extschema@.task_sessions AS s
-    LEFT JOIN @extschema@.task_session_subagents AS r ON r.task_session_id = s.id
-   GROUP BY s.id, s.task_id)
+    LEFT JOIN r ON r.task_session_id = s.id
+   GROUP BY s.id, s.task_id
+  HAVING count(r.id) > 0
+      OR (s.started_at >= coalesce($1::timestamp, '-infinity') AND s.started_at < coalesce($2::timestamp, 'infinity')))
 SELECT count(DISTINCT task_id) AS cards,
        count(*) AS sessions,
        coalesce(sum(subagents), 0) AS subagents,

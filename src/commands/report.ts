@@ -15,11 +15,12 @@ export const reportCommand: Command = {
   summary: 'fan-out per turn and day, top cards and sessions, usage per type and model, what is still running',
   usage: `subagent-context report [--database-url URL] [--schema S] [--since WHEN] [--until WHEN] [--json] [--html FILE] [--width N]
 
-Reads task_session_subagents (through the queries in sql/report/, one readable file per panel) and shows
-what kandev's own tables hide: how many subagents each turn fanned out to, subagents per day, the cards
-and sessions that launched the most subagents and spent the most tokens (with the card's title),
-subagents per session and per card next to the misleading "sessions per card", token and duration
-statistics per subagent_type and per model, nesting, and what is still running, with its age.
+Reads task_session_subagents (through the queries in sql/dashboards/ and sql/report/, one readable file
+per panel) and shows what kandev's own tables hide: how many subagents each turn fanned out to,
+subagents per day, the cards and sessions that launched the most subagents and spent the most tokens
+(with the card's title), subagents per session and per card next to the misleading "sessions per card",
+token and duration statistics per subagent_type and per model, nesting, and what is still running,
+with its age.
 
 Usage the agent did not report is shown as "unknown" (null in --json), never as 0: Claude's background
 (async_launched) subagents never report tokens or duration. A background launch "settles" when the
