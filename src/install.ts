@@ -1,6 +1,5 @@
 // Installation through node-pg-migrate: the same migrations a user can run with plain
 // `node-pg-migrate up`, so both paths install exactly the same thing.
-import { runner, PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
@@ -11,6 +10,9 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 export async function migrate(client: pg.Client, schema: string, direction: 'up' | 'down' = 'up', count?: number) {
   await assertSchemaExists(client, schema);
+  // Loaded here, not at the top: only up, backfill and uninstall migrate, and node-pg-migrate (with the
+  // TypeScript loader it brings) is most of every other command's start-up.
+  const { runner, PG_MIGRATE_LOCK_ID } = await import('node-pg-migrate');
   try {
     return await runner({
       dbClient: client,
