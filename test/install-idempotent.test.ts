@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { MIGRATIONS } from './helpers/migrations.js';
+import { MIGRATIONS, NODE_PG_MIGRATE } from './helpers/migrations.js';
 import { installationShape } from './helpers/shape.js';
 
 const run = promisify(execFile);
@@ -48,7 +48,7 @@ async function data(schema: string) {
 
 /** Plain node-pg-migrate, as a user would run it from the package directory. */
 async function plainNodePgMigrate(schema: string) {
-  return run('npx', ['--no-install', 'node-pg-migrate', 'up', '-m', 'migrations',
+  return run(process.execPath, [NODE_PG_MIGRATE, 'up', '-m', 'migrations',
     '--migrations-table', 'subagent_context_migrations', '--schema', schema], {
     cwd: PACKAGE_ROOT, env: { ...process.env, DATABASE_URL: db.url }, timeout: 120_000,
   });

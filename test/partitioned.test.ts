@@ -13,6 +13,7 @@ import { freshDatabase } from './helpers/database.js';
 import { installRelease, RELEASES } from './helpers/releases.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { NODE_PG_MIGRATE } from './helpers/migrations.js';
 
 const db = await freshDatabase('partitioned');
 
@@ -350,7 +351,7 @@ describe('upgrades and plain node-pg-migrate on a partitioned host', () => {
 
   it('plain node-pg-migrate up (one transaction by default) installs and activates a partitioned host', async () => {
     await db.createHost('npm_parts', { partitioned: true });
-    const out = await promisify(execFile)('npx', ['--no-install', 'node-pg-migrate', 'up', '-m', 'migrations',
+    const out = await promisify(execFile)(process.execPath, [NODE_PG_MIGRATE, 'up', '-m', 'migrations',
       '--migrations-table', 'subagent_context_migrations', '--schema', 'npm_parts'], {
       cwd: PACKAGE_ROOT, env: { ...process.env, DATABASE_URL: db.url }, timeout: 120_000,
     });
