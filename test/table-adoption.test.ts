@@ -27,11 +27,12 @@ function tableDdl(schema: string, change: TableChange = {}) {
     .replaceAll('@s', schema);
 }
 
+/** One connection for one scenario, closed when it is done: ~60 scenarios must not hold ~60 connections. */
 async function withClient<T>(fn: (c: pg.Client, notices: string[]) => Promise<T>): Promise<T> {
   const c = await db.connect();
   const notices: string[] = [];
   c.on('notice', (n) => notices.push(n.message ?? ''));
-  return fn(c, notices);
+  try { return await fn(c, notices); } finally { await c.end(); }
 }
 
 interface Column { name: string; type: string; notnull: boolean; default: string | null }
