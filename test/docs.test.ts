@@ -46,3 +46,27 @@ describe('docs/compatibility.md', () => {
     for (const [row, files] of reported) expect(Number(files), row).toBe(runs);
   });
 });
+
+describe('README.md: the Layout section', () => {
+  const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+  const layout = readme.slice(readme.indexOf('## Layout'));
+  const bullets = [...layout.matchAll(/^- `([\w.-]+)\/`([\s\S]*?)(?=^- |$(?![\s\S]))/gm)].map((m) => ({ dir: m[1]!, text: m[2]! }));
+  const filesUnder = (dir: string) => readdirSync(join(PACKAGE_ROOT, dir), { recursive: true, encoding: 'utf8' });
+
+  it('names every top-level folder of the tree', () => {
+    const tracked = readdirSync(PACKAGE_ROOT, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.name.startsWith('.') && !['node_modules', 'dist'].includes(e.name))
+      .map((e) => e.name);
+    expect(bullets.map((b) => b.dir).sort()).toEqual(expect.arrayContaining(tracked.sort()));
+  });
+
+  it('names only files and folders that exist where it says', () => {
+    const named = bullets.flatMap(({ dir, text }) => [...text.matchAll(/`([\w./-]+\.(?:ts|js|sql)|[\w-]+\/)`/g)]
+      .map((m) => ({ dir, name: m[1]!.replace(/\/$/, '') })));
+    expect(named.length).toBeGreaterThan(20);
+    for (const { dir, name } of named) {
+      const there = existsSync(join(PACKAGE_ROOT, name)) || filesUnder(dir).some((f) => f === name || f.endsWith(`/${name}`));
+      expect(there, `${dir}/ … ${name}`).toBe(true);
+    }
+  });
+});
