@@ -21,8 +21,7 @@ const WINDOWED = {
   nesting: 'dashboards/nesting.sql',
   settlement: 'dashboards/settlement.sql',
   running: 'report/running.sql',
-  top_cards: 'report/top-cards.sql',
-  top_sessions: 'report/top-sessions.sql',
+  top: 'report/top.sql',
   trend_per_day: 'report/trend-per-day.sql',
 } as const;
 const SINGLE_ROW = new Set(['identity', 'overview', 'sessions_and_cards', 'settlement', 'health', 'stats']);
@@ -175,11 +174,11 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
     // Current state, not windowed: the same files the dashboards and `metrics` run.
     raw.health = (await q('dashboards/health.sql'))[0];
     raw.stats = (await q('dashboards/stats.sql'))[0];
-    const ids = [...new Set([...(raw.top_cards as TopRow[]), ...(raw.top_sessions as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
+    const ids = [...new Set([...(raw.top as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
     const titles = new Map<string, string>();
     if (known.rows[0].titles) for (const t of await q('report/task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
     else unavailable.titles = `the host has no ${quoteIdent(schema)}.tasks.title column, so cards are shown by their id.`;
-    for (const key of ['top_cards', 'top_sessions', 'running']) {
+    for (const key of ['top', 'running']) {
       for (const row of raw[key] as Array<Record<string, unknown>>) row.title = titles.get(row.task_id as string) ?? null;
     }
   } finally {
@@ -193,9 +192,13 @@ function assemble(schema: string, raw: Record<string, unknown>, unavailable: Rec
   const usage = raw.usage as Array<UsageRow & { dimension: string; label: string }>;
   const pick = (dimension: string, name: 'subagent_type' | 'model') => usage.filter((u) => u.dimension === dimension)
     .map(({ dimension: _d, label, ...rest }) => ({ [name]: label, ...rest }));
-  type Ranked = TopRow & { rank_by_subagents: number; rank_by_tokens: number | null };
-  const top = (rows: Ranked[]) => {
-    const shape = ({ rank_by_subagents: _a, rank_by_tokens: _b, ...r }: Ranked) => r;
+  type Ranked = TopRow & { level: 'card' | 'session'; rank_by_subagents: number; rank_by_tokens: number | null };
+  const top = (level: Ranked['level']) => {
+    const rows = (raw.top as Ranked[]).filter((r) => r.level === level);
+    const shape = ({ level: _l, rank_by_subagents: _a, rank_by_tokens: _b, ...r }: Ranked): TopRow => {
+      if (level === 'session') delete r.sessions;  // a card's count of sessions; a session has none
+      return r;
+    };
     return {
       by_subagents: rows.filter((r) => r.rank_by_subagents <= 10).sort((a, b) => a.rank_by_subagents - b.rank_by_subagents).map(shape),
       by_tokens: rows.filter((r) => r.rank_by_tokens !== null && r.rank_by_tokens <= 10).sort((a, b) => a.rank_by_tokens! - b.rank_by_tokens!).map(shape),
@@ -218,8 +221,8 @@ function assemble(schema: string, raw: Record<string, unknown>, unavailable: Rec
     unavailable,
     settlement: raw.settlement as Report['settlement'],
     running: raw.running as Report['running'],
-    top_cards: top(raw.top_cards as Ranked[]),
-    top_sessions: top(raw.top_sessions as Ranked[]),
+    top_cards: top('card'),
+    top_sessions: top('session'),
     trend_per_day: raw.trend_per_day as Report['trend_per_day'],
     health: raw.health as Report['health'],
     stats: raw.stats as Report['stats'],
