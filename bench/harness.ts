@@ -58,6 +58,25 @@ export async function open(url: string, sync: SyncMode = 'on'): Promise<pg.Clien
   return c;
 }
 
+/** One connection per variant, each to its variant's store. */
+export async function openEach<V extends string>(variants: readonly V[], store: Record<V, string>): Promise<Record<V, pg.Client>> {
+  const out = {} as Record<V, pg.Client>;
+  for (const v of variants) out[v] = await open(store[v]);
+  return out;
+}
+
+/** `writers` connections per variant, each to its variant's store. */
+export async function openMany<V extends string>(variants: readonly V[], store: Record<V, string>, writers: number): Promise<Record<V, pg.Client[]>> {
+  const out = {} as Record<V, pg.Client[]>;
+  for (const v of variants) out[v] = await Promise.all([...Array(writers).keys()].map(() => open(store[v])));
+  return out;
+}
+
+/** Closes what openEach or openMany opened. */
+export async function closeAll(clients: Record<string, pg.Client | pg.Client[]>): Promise<void> {
+  for (const c of Object.values(clients).flat()) await c.end();
+}
+
 export async function setSync(c: pg.Client, sync: SyncMode): Promise<void> {
   await c.query(`SET synchronous_commit = ${sync}`);
 }
@@ -77,6 +96,11 @@ export function serverCpu(c: pg.Client): number {
 }
 
 export interface Sample { wallMs: number; cpuMs: number }
+
+/** What one of `units` cost, from a sample that measured them all. */
+export function each(sample: Sample, units: number): Sample {
+  return { wallMs: sample.wallMs / units, cpuMs: sample.cpuMs / units };
+}
 
 /** Wall and summed backend CPU of `fn` over `clients`. */
 export async function measure(clients: pg.Client[], fn: () => Promise<unknown>): Promise<Sample> {

@@ -1,8 +1,7 @@
 // Target 1: kandev's non-subagent writes (every tool kind with Go-escaped payloads, streamed text,
 // permission requests, the bulk completion, deletes), capture installed vs not. Also splits what remains
 // into the health index and the trigger's WHEN clause + old-row fetch, measured inside the server.
-import type pg from 'pg';
-import { QUICK, alternate, ratios, perUnit, measure, open, setSync, order, median, type BenchCase, type Sample } from '../harness.js';
+import { QUICK, alternate, ratios, perUnit, measure, openEach, closeAll, each, setSync, order, median, type BenchCase, type Sample } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, isOther } from '../replay.js';
 
@@ -22,8 +21,7 @@ const kase: BenchCase = {
     // Live sessions of the plan, one per round; each keeps only its non-subagent writes.
     const sessions = plan.sessions.filter((s) => !s.history && !s.abandoned);
     const rounds = QUICK ? 3 : 25;
-    const clients = {} as Record<typeof VARIANTS[number], pg.Client>;
-    for (const v of VARIANTS) clients[v] = await open(urls[v]);
+    const clients = await openEach(VARIANTS, urls);
     let writes = 0;
     const samples = await alternate(VARIANTS, rounds, async (v, sync, round) => {
       const c = clients[v];
@@ -33,7 +31,7 @@ const kase: BenchCase = {
       let n = 0;
       const sample = await measure([c], async () => { n = await writeSession(c, s, 'messages', isOther); });
       writes = n;
-      return { wallMs: sample.wallMs / n, cpuMs: sample.cpuMs / n };
+      return each(sample, n);
     });
     const r = ratios(samples, 'on', 'off');
     const idx = ratios(samples, 'index_only', 'off');
@@ -61,7 +59,7 @@ const kase: BenchCase = {
         if (k > 0) perUpdate[v].push(s.cpuMs * 1000 / counts[v]);
       }
     }
-    for (const c of Object.values(clients)) await c.end();
+    await closeAll(clients);
     const m = Object.fromEntries(Object.entries(perUpdate).map(([v, xs]) => [v, median(xs)]));
     return {
       metrics: {

@@ -1,8 +1,7 @@
 // Target 3: subagent frames, the trigger against kandev's own writer as it ships (the message write,
 // then its upsert as a separate autocommit statement: two commits per frame). One writer, then a burst
 // of 16 writers sending subagent frames only.
-import type pg from 'pg';
-import { QUICK, alternate, ratios, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
+import { QUICK, alternate, ratios, perUnit, measure, openEach, openMany, closeAll, each, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, isSubagentFrame, type WriteMode } from '../replay.js';
 import type { PlannedSession } from '../../kandev/traffic.js';
@@ -29,8 +28,7 @@ const kase: BenchCase = {
     const sessions = sessionsWithSubagents();
     const store = { trigger: urls.on, writer: urls.writer };
     const rounds = QUICK ? 3 : 25;
-    const one = {} as Record<typeof VARIANTS[number], pg.Client>;
-    for (const v of VARIANTS) one[v] = await open(store[v]);
+    const one = await openEach(VARIANTS, store);
     let frames = 0;
     const single = await alternate(VARIANTS, rounds, async (v, sync, round) => {
       const c = one[v];
@@ -43,14 +41,13 @@ const kase: BenchCase = {
         for (const s of mine) n += await writeSession(c, s, MODE[v], isSubagentFrame);
       });
       frames = n;
-      return { wallMs: sample.wallMs / n, cpuMs: sample.cpuMs / n };
+      return each(sample, n);
     });
-    for (const c of Object.values(one)) await c.end();
+    await closeAll(one);
     const r = ratios(single, 'trigger', 'writer');
 
     // The burst: every writer sends the subagent frames of its sessions, nothing else.
-    const many = {} as Record<typeof VARIANTS[number], pg.Client[]>;
-    for (const v of VARIANTS) many[v] = await Promise.all([...Array(WRITERS).keys()].map(() => open(store[v])));
+    const many = await openMany(VARIANTS, store, WRITERS);
     const burstRounds = QUICK ? 1 : 5;
     let burstFrames = 0;
     const burst = await alternate(VARIANTS, burstRounds, async (v, sync, round) => {
@@ -68,7 +65,7 @@ const kase: BenchCase = {
       burstFrames = n;
       return sample;
     });
-    for (const v of VARIANTS) for (const c of many[v]) await c.end();
+    await closeAll(many);
     const b = ratios(burst, 'trigger', 'writer');
     return {
       metrics: {

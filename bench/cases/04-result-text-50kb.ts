@@ -1,8 +1,7 @@
 // Target 4: completed subagent frames carrying a 50 KB result_text (a subagent's whole report), the
 // trigger against kandev's writer. The calls' earlier frames are written first, untimed; the timed
 // part is the completed frames alone.
-import type pg from 'pg';
-import { QUICK, alternate, ratios, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
+import { QUICK, alternate, ratios, perUnit, measure, openEach, closeAll, each, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, type WriteMode } from '../replay.js';
 import { goMarshal } from '../../kandev/gojson.js';
@@ -45,8 +44,7 @@ const kase: BenchCase = {
     const calls = completedCalls();
     const store = { trigger: urls.on, writer: urls.writer };
     const rounds = QUICK ? 3 : 15;
-    const clients = {} as Record<typeof VARIANTS[number], pg.Client>;
-    for (const v of VARIANTS) clients[v] = await open(store[v]);
+    const clients = await openEach(VARIANTS, store);
     let frames = 0;
     const samples = await alternate(VARIANTS, rounds, async (v, sync, round) => {
       const c = clients[v];
@@ -58,9 +56,9 @@ const kase: BenchCase = {
       let n = 0;
       const sample = await measure([c], async () => { n = await writeSession(c, s, MODE[v], isFinal); });
       frames = n;
-      return { wallMs: sample.wallMs / n, cpuMs: sample.cpuMs / n };
+      return each(sample, n);
     });
-    for (const c of Object.values(clients)) await c.end();
+    await closeAll(clients);
     const r = ratios(samples, 'trigger', 'writer');
     return {
       metrics: {
