@@ -38,8 +38,8 @@ const kase: BenchCase = {
 
     // Inside the server: every tool-call message case 1 wrote, UPDATEd again with its own document by a
     // PL/pgSQL loop (one statement per row, no round trips, one transaction): backend CPU per UPDATE.
-    // `|| ''` makes each value a new, untoasted text, as a client's parameter is: a stored (compressed)
-    // value would be decompressed by every strpos of the filter, which kandev's writes never cause.
+    // `|| ''` makes each value a new, uncompressed text, as a client's parameter is (what a filter pass
+    // costs over new and over stored values: bench/probes/filter-on-write.ts).
     const loop = `DO $$ DECLARE r record; BEGIN
       FOR r IN SELECT id, content, requests_input, type, metadata FROM task_session_messages
                 WHERE id LIKE 'c1-%' AND type = 'tool_call' ORDER BY id LOOP
