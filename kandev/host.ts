@@ -1,5 +1,5 @@
 // kandev's side of the database, for the demo, tests and benchmarks: the host tables (a fixture, never
-// a product migration) and message writes shaped like kandev's (SPEC §2).
+// a product migration) and message writes shaped like kandev's (docs/demo.md).
 import type pg from 'pg';
 
 /** Anything that runs a query: a client, a pool's client, or the pool itself. */
@@ -16,7 +16,7 @@ function fixture(file: string, schema: string): string {
 }
 
 /**
- * The host's shapes: 'minimal' is only the columns SPEC §2 lists (any host, invalid JSON accepted);
+ * The host's shapes: 'minimal' is only the columns this project reads (any host, invalid JSON accepted);
  * 'kandev-0.91' is the tables as kandev 0.91's fresh boot leaves them (more columns, 38 indexes, two of
  * them on the parsed metadata, so invalid JSON is refused before any trigger runs).
  */

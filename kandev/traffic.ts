@@ -1,7 +1,7 @@
 // The one model of kandev's message traffic, for the demo, the tests and the benchmarks.
 //
 // planTraffic() is pure and deterministic (seeded): it decides the tasks, sessions, turns and every
-// write of every message, as kandev 0.91 makes them (SPEC §2):
+// write of every message, as kandev 0.91 makes them:
 // - metadata is Go's encoding/json (kandev/gojson.ts): sorted keys, `<` `>` `&` as \u escapes;
 // - a message is INSERTed once, in a transaction holding pg_advisory_xact_lock(hashtextextended(
 //   'task_session_messages:' || session_id, 0)), then every later frame is one autocommit UPDATE of the
@@ -14,7 +14,7 @@
 //   payloads of 0.3-20 KB, permission requests, message deletes, an abandoned session deleted, and the
 //   subagent calls.
 //
-// At scale 1 the subagent calls are exactly SPEC §1: 253 subagents in 127 turns of 38 sessions (one
+// At scale 1 the subagent calls are exactly the store README.md opens with: 253 subagents in 127 turns of 38 sessions (one
 // session per card); agent status async_launched 190, completed 57 (usage on all, a model on 49),
 // started 5 (OpenCode, child_session_id only), absent 1; fan-out per turn 1→65, 2→12, 3→42, 4→5, 5→2,
 // 8→1; one nested subagent; subagent_type missing on 3; largest total_tokens 275,717; completed ones
@@ -46,7 +46,7 @@ export type AgentStatus = keyof typeof SHAPE.status;
 export const TOOL_KINDS = ['read_file', 'modify_file', 'shell_exec', 'code_search', 'http_request', 'manage_todos'] as const;
 export type ToolKind = typeof TOOL_KINDS[number];
 
-/** What kandev's own subagent writer knows about a subagent frame (its upsert's values, SPEC §4). */
+/** What kandev's own subagent writer knows about a subagent frame (its upsert's values). */
 export type SubagentValues = Pick<SubagentRow<number>,
   | 'tool_call_id' | 'parent_tool_call_id' | 'subagent_type' | 'description' | 'agent_id' | 'child_session_id'
   | 'model' | 'agent_status' | 'tool_status' | 'is_async' | 'total_tokens' | 'tool_use_count' | 'duration_ms'>;
@@ -524,7 +524,7 @@ export interface WriteTarget {
   turn: string;
   /** An explicit UTC timestamp for created_at / updated_at (history); null = the current UTC time. */
   at?: string | null;
-  /** Name the execution through the transaction-local setting (SPEC §5). */
+  /** Name the execution through the transaction-local setting (docs/integration.md). */
   executionId?: string;
   /** Already inside a transaction (history): no BEGIN/COMMIT of its own. */
   inTransaction?: boolean;
@@ -619,7 +619,7 @@ export interface ReplayOptions {
   /** Concurrent writers (connections). Default 4. Sessions are dealt to writers round-robin. */
   writers?: number;
   /**
-   * Writer 0 names its execution through the transaction-local setting (SPEC §5), as a host that knows
+   * Writer 0 names its execution through the transaction-local setting (docs/integration.md), as a host that knows
    * its executions would. Default true.
    */
   executionIds?: boolean;
@@ -671,5 +671,5 @@ export function namedExecutionWrites(plan: TrafficPlan, writers = 4): number {
   return n;
 }
 
-/** Whether a tool status is terminal (the SPEC §4 set; the SQL owns it, test/terminal-status pins both). */
+/** Whether a tool status is terminal (the SQL owns the set, test/terminal-status pins both). */
 export const isTerminal = (status: string | null) => status !== null && TERMINAL.has(status);

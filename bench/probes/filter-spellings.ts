@@ -17,7 +17,7 @@ for (const s of planTraffic({ invalidJson: false, toolCallsPerTurn: 6 }).session
 }
 const big = docs.filter((d) => d.length >= 3600);
 
-// Lead's set (SPEC §4): the name, or a \u escape of _ (5f) or of any 6x/7x letter.
+// The exact set (docs/decisions.md, Derivation): the name, or a \u escape of _ (5f) or of any 6x/7x letter.
 const RE = String.raw`\\u00(5[fF]|[67][0-9a-fA-F])`;
 export const CANDIDATES: Record<string, string> = {
   baseline: 'true',

@@ -1,4 +1,4 @@
--- kandev's host tables as kandev 0.91's fresh boot leaves them on PostgreSQL (SPEC §2): the columns this
+-- kandev's host tables as kandev 0.91's fresh boot leaves them on PostgreSQL (docs/demo.md): the columns this
 -- project reads plus the ones it does not, the CHECK and collation details, the later ALTER that added
 -- prompt_seq, and all 38 indexes on these five tables (primary keys and unique constraints included),
 -- with kandev's metadata expression indexes and the duplicates its migrations left behind.

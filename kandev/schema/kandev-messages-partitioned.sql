@@ -1,4 +1,4 @@
--- kandev's task_session_messages as large deployments run it (SPEC §2): declaratively partitioned by
+-- kandev's task_session_messages as large deployments run it (docs/partitioning.md): declaratively partitioned by
 -- range of created_at, primary key (id, created_at) (a primary key of a partitioned table must include
 -- the partition key). A fixture: it replaces the plain, empty table that kandev-host.sql created.
 -- Columns, defaults and NOT NULLs are copied from that table (LIKE), so the two fixtures cannot drift;

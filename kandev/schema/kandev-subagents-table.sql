@@ -1,4 +1,4 @@
--- task_session_subagents as kandev >= 0.89 creates it itself (SPEC §3): integer metrics, and
+-- task_session_subagents as kandev >= 0.89 creates it itself (docs/install.md): integer metrics, and
 -- agent_execution_id DEFAULT 'unknown'. kandev's own writer fills it with real execution ids.
 CREATE TABLE @extschema@.task_session_subagents (
   id text PRIMARY KEY,
