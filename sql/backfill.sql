@@ -86,9 +86,7 @@ BEGIN
 
   BEGIN
     step := 'check capture trigger';
-    IF NOT EXISTS (SELECT 1 FROM pg_trigger
-                    WHERE tgrelid = '@extschema@.task_session_messages'::regclass
-                      AND tgname = 'subagent_context_capture') THEN
+    IF @extschema@.subagent_context_trigger_state() IS NULL THEN
       RAISE EXCEPTION 'the capture trigger is not installed; activation would claim coverage that does not exist'
         USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;

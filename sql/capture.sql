@@ -123,6 +123,20 @@ $capture$;
 
 REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
 
+-- The capture trigger's state, pg_trigger.tgenabled: 'O' fires in normal sessions, 'A' always, 'R' only
+-- on replicas, 'D' disabled; NULL when the trigger is missing. Internal: the one place that looks the
+-- trigger up, for the re-creation below, activation (backfill.sql), health and metrics.
+-- PL/pgSQL, so that sql/citus.sql need not treat it as a SQL function reading a table: it reads pg_trigger.
+CREATE FUNCTION @extschema@.subagent_context_trigger_state()
+RETURNS "char" LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+  RETURN (SELECT t.tgenabled FROM pg_catalog.pg_trigger AS t
+           WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
+             AND t.tgname = 'subagent_context_capture');
+END
+$$;
+
 -- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
 -- It is subagent_may_qualify() (derive.sql) written out: a WHEN clause must not depend on EXECUTE
 -- privileges an operator may revoke, and an inlined expression costs less than a call.
@@ -130,9 +144,7 @@ REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
 -- REPLACE TRIGGER alone would turn ENABLE ALWAYS (replica-role writers) or DISABLE back into ENABLE.
 DO $trigger$
 DECLARE
-  state "char" := (SELECT t.tgenabled FROM pg_trigger AS t
-                    WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
-                      AND t.tgname = 'subagent_context_capture');
+  state "char" := @extschema@.subagent_context_trigger_state();
 BEGIN
   CREATE OR REPLACE TRIGGER subagent_context_capture
     AFTER INSERT OR UPDATE ON @extschema@.task_session_messages

@@ -28,6 +28,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_context_format_key(timestamp),
   @extschema@.subagent_context_stats(),
   @extschema@.subagent_context_counter(regclass),
+  @extschema@.subagent_context_trigger_state(),
   @extschema@.derive_subagent_row(text, text, text, jsonb, timestamp, timestamp, text),
   @extschema@.subagent_execution_id(jsonb, text),
   @extschema@.subagent_has_identity(text, text, jsonb),

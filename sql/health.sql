@@ -72,9 +72,7 @@ BEGIN
   activated := since IS NOT NULL;
 
   -- 'O' fires in normal sessions, 'A' always; 'D' is disabled and 'R' fires only on replicas.
-  trigger_state := (SELECT t.tgenabled FROM pg_trigger AS t
-                     WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
-                       AND t.tgname = 'subagent_context_capture');
+  trigger_state := @extschema@.subagent_context_trigger_state();
   trigger_enabled := coalesce(trigger_state IN ('O', 'A'), false);
 
   -- The verdict, first match wins (docs/health.md#status); the last three need the comparison below.

@@ -136,3 +136,15 @@ export async function assertSchemaExists(client: pg.Client, schema: string): Pro
     throw new UserError(`schema "${schema}" not found. Pass the schema that holds kandev's tables with --schema.`);
   }
 }
+
+/**
+ * Whether the capture trigger is on the schema's task_session_messages, read from the catalog: for an
+ * installation that may be half there or half removed. Installed code asks
+ * subagent_context_trigger_state() (sql/capture.sql) instead.
+ */
+export async function captureTriggerExists(client: pg.ClientBase, schema: string): Promise<boolean> {
+  const { rows } = await client.query(
+    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
+        AND tgname = 'subagent_context_capture'`);
+  return rows.length > 0;
+}

@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { safe } from './output.js';
 import { quoteIdent } from '#sql';
+import { captureTriggerExists } from './db.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;
@@ -90,10 +91,9 @@ async function waitUntilGone(admin: pg.Client, pid: number): Promise<void> {
 
 /** What an interrupted `up` or `backfill` leaves: read from the database, for the closing sentence. */
 export async function describeInstallState(admin: pg.Client, schema: string, rerun: string): Promise<string> {
+  const trigger = await captureTriggerExists(admin, schema);
   const { rows: [s] } = await admin.query(
-    `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'subagent_context_capture'
-                     AND tgrelid = to_regclass(format('%I.task_session_messages', $1::text))) AS trigger,
-            to_regclass(format('%I.kandev_meta', $1::text)) IS NOT NULL AS has_meta`, [schema]);
+    `SELECT to_regclass(format('%I.kandev_meta', $1::text)) IS NOT NULL AS has_meta`, [schema]);
   let keys = 0;
   if (s.has_meta) {
     const { rows } = await admin.query(
@@ -104,6 +104,6 @@ export async function describeInstallState(admin: pg.Client, schema: string, rer
   if (keys === 2) {
     return 'the backfill had already committed when the cancel reached it: capture is installed and activated; nothing to rerun.';
   }
-  return `the cancelled transaction was rolled back: ${s.trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed'}, ` +
+  return `the cancelled transaction was rolled back: ${trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed'}, ` +
     `the history is not backfilled and capture is not activated; run \`${rerun}\` again to continue from there.`;
 }

@@ -116,6 +116,7 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
       ['subagent_context_parse_key', 'text', 'timestamp', `'2000-01-01'`],
       ['subagent_context_format_key', 'timestamp', 'text', `'hijacked'`],
       ['subagent_context_counter', 'regclass', 'bigint', '666'],
+      ['subagent_context_trigger_state', '', '"char"', `'O'`],
       // Operator implementations (the operators are created below).
       ['op_text_eq', 'text, text', 'boolean', 'false'],
       ['op_text_ne', 'text, text', 'boolean', 'false'],

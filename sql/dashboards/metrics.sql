@@ -6,9 +6,7 @@
 -- It reads health's partial index on task_session_messages backwards and stops at the first message that
 -- qualifies.
 SELECT h.activated,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS t
-                WHERE t.tgrelid = '@extschema@.task_session_messages'::regclass
-                  AND t.tgname = 'subagent_context_capture') AS trigger_installed,
+       @extschema@.subagent_context_trigger_state() IS NOT NULL AS trigger_installed,
        h.trigger_enabled,
        h.shortfall, h.excess, h.failures, h.collisions,
        h.status, h.installed_version,

@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { assertSchemaExists, withClient } from '../db.js';
+import { assertSchemaExists, captureTriggerExists, withClient } from '../db.js';
 import { healthInstalled } from '../health.js';
 import { migrate } from '../install.js';
 import { sqlStatements } from '#sql';
@@ -22,6 +22,7 @@ Example:
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
+      // A trigger left by a partial or hand-made removal still counts as something to uninstall.
       const installed = (await healthInstalled(client, ctx.schema)) || (await captureTriggerExists(client, ctx.schema));
       const { rows: [{ has_data }] } = await client.query(
         SQL`SELECT to_regclass(format('%I.task_session_subagents', ${ctx.schema}::text)) IS NOT NULL AS has_data`);
@@ -40,11 +41,3 @@ Example:
     });
   },
 };
-
-/** A trigger left by a partial or hand-made removal still counts as something to uninstall. */
-async function captureTriggerExists(client: Parameters<typeof healthInstalled>[0], schema: string): Promise<boolean> {
-  const { rows } = await client.query(
-    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
-        AND tgname = 'subagent_context_capture'`);
-  return rows.length > 0;
-}
