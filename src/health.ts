@@ -4,6 +4,7 @@ import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { assertSchemaExists, UserError } from './db.js';
 import { readInstalledCode } from './install.js';
 import { SQL } from 'sql-template-strings';
+import { exitCodeFor, type HealthStatus } from './status.js';
 
 export interface Health {
   activated: boolean;
@@ -31,15 +32,7 @@ export interface Stats {
   unknown_execution: number;
 }
 
-export const HEALTH_STATUSES = [
-  'not_installed', 'trigger_missing', 'trigger_disabled', 'not_activated', 'shortfall', 'idle', 'healthy',
-] as const;
-export type HealthStatus = (typeof HEALTH_STATUSES)[number];
-
-/** The CLI's exit status for a verdict: 0 healthy or idle, 1 shortfall, 2 not installed, not activated or trigger off. */
-export function exitCodeFor(status: HealthStatus): 0 | 1 | 2 {
-  return status === 'healthy' || status === 'idle' ? 0 : status === 'shortfall' ? 1 : 2;
-}
+export { HEALTH_STATUSES, exitCodeFor, type HealthStatus } from './status.js';
 
 /** What `subagent-context health` reports. */
 export interface HealthReport {

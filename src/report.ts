@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from './db.js';
 import { safe } from './output.js';
+import { statusFacts } from './status.js';
 
 /**
  * The windowed panels, each one file taking $1 (since) and $2 (until): those Grafana also shows live in
@@ -289,13 +290,6 @@ export function depthLabel(depth: number | null): string {
 
 const cardLabel = (r: { title: string | null; task_id: string }) => r.title ?? r.task_id;
 
-const STATUS_SENTENCE: Record<string, string> = {
-  shortfall: 'Subagents written since activation have no row. Run `subagent-context repair`; see docs/health.md.',
-  not_activated: 'There is no capture_since to check against. Run `subagent-context backfill` (or `up`).',
-  trigger_missing: 'The capture trigger is missing: new subagents are not recorded. Run `subagent-context up`.',
-  trigger_disabled: 'The capture trigger is disabled: new subagents are not recorded. Enable it, then run `subagent-context repair`.',
-  not_installed: 'subagent-context is not installed in this schema. Run `subagent-context up`.',
-};
 
 function spanText(r: Report): string {
   const w = r.window;
@@ -384,7 +378,7 @@ export function renderText(r: Report, style: Style = noStyle, width = 80): strin
   out.push(style.bold(wrap(`subagent-context report: database ${t(r.database.database)} on ${t(r.database.host)}, schema ${t(r.schema)}`, width, '')));
   out.push(style.dim(wrap(`${spanText(r)}; generated ${r.window.as_of}`, width)));
   if (!['healthy', 'idle'].includes(r.health.status)) {
-    out.push(style.bold(wrap(`health: ${t(r.health.status)}. ${STATUS_SENTENCE[r.health.status] ?? ''}`, width)));
+    out.push(style.bold(wrap(`health: ${t(r.health.status)}. ${statusFacts(r.health.status)?.sentence ?? ''}`, width)));
   }
   out.push(wrap(`${count(o.subagents, 'subagent')} (${fmtInt(o.live)} live, ${fmtInt(o.backfill)} backfilled) in ` +
     `${count(o.turns, 'turn')} of ${count(o.sessions, 'session')}. Usage was reported by ${count(o.usage_reported, 'subagent')} ` +
@@ -547,7 +541,7 @@ export function renderHtml(r: Report, generatedAt = new Date().toISOString()): s
   const tone = h.status === 'not_activated' ? 'warn' : 'alarm';
   const banner = alarm
     ? `<div id="status-banner" class="banner ${tone}" role="alert"><strong>${escapeHtml(h.status)}</strong>` +
-      (h.status === 'shortfall' ? ` (${escapeHtml(fmtInt(h.shortfall))} missing)` : '') + `: ${escapeHtml(STATUS_SENTENCE[h.status] ?? '')}</div>` : '';
+      (h.status === 'shortfall' ? ` (${escapeHtml(fmtInt(h.shortfall))} missing)` : '') + `: ${escapeHtml(statusFacts(h.status)?.sentence ?? '')}</div>` : '';
   const top = (id: string, first: string, rows: TopRow[], label: (x: TopRow) => string[]) => rows.length === 0 ? `<p class="note" id="${id}">None in this window.</p>`
     : htmlTable(id, [first, ...(first === 'session' ? ['card'] : []), 'subagents', 'async', 'tokens', 'not reported'],
       rows.map((x) => [...label(x), fmtInt(x.subagents), fmtInt(x.async), fmtInt(x.total_tokens), fmtInt(x.usage_not_reported)]),

@@ -1,27 +1,9 @@
 import type { Command } from './types.js';
 import { withClient } from '../db.js';
-import { healthReport, type HealthReport } from '../health.js';
+import { healthReport } from '../health.js';
 import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
-
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
-/** One sentence under the status word: what it means and what to do. */
-function advice(r: HealthReport, schema: string): string {
-  const h = r.health;
-  switch (r.status) {
-    case 'healthy': return 'every subagent message written since activation has its row.';
-    case 'idle': return 'activated; no subagent message has been written since activation, so nothing to compare yet.';
-    case 'shortfall': return `${plural(h.shortfall ?? 0, 'subagent')} written since activation ${h.shortfall === 1 ? 'has' : 'have'} no row. ` +
-      'Find why (trigger state, failures below), then run `subagent-context repair`. See docs/health.md.';
-    case 'not_activated': return 'the activation keys are missing, so there is no "captured since" to check against. ' +
-      'Run `subagent-context backfill` (or `up`).';
-    case 'trigger_missing': return 'the capture trigger is not installed: new subagents are not recorded. Run `subagent-context up`.';
-    case 'trigger_disabled': return 'the capture trigger exists but does not fire: new subagents are not recorded. Run ' +
-      `\`ALTER TABLE ${quoteIdent(schema)}.task_session_messages ENABLE TRIGGER subagent_context_capture;\`, then \`subagent-context repair\`.`;
-    case 'not_installed': return 'subagent-context is not installed in this schema. Run `subagent-context up`.';
-  }
-}
+import { STATUSES } from '../status.js';
 
 export const healthCommand: Command = {
   name: 'health',
@@ -60,7 +42,7 @@ Examples:
       const shown = safe(status);
       const word = exitCode === 0 ? green(shown) : exitCode === 1 ? red(shown) : yellow(shown);
       console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${word}`);
-      console.log(`  ${advice(report, ctx.schema)}`);
+      console.log(`  ${STATUSES[status].advice(ctx.schema, health.shortfall)}`);
       if (status === 'not_installed') return exitCode;
       const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
       const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);

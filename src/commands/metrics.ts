@@ -4,11 +4,12 @@ import pg from 'pg';
 import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
 import { PACKAGE_VERSION, sqlFile } from '#sql';
 import { safe } from '../output.js';
+import { HEALTH_STATUSES } from '../status.js';
 
 interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }
 
 /** health's status values (docs/health.md), exported as a state set: one series per value, 1 for the current one. */
-export const STATUS_VALUES = ['healthy', 'idle', 'shortfall', 'not_activated', 'trigger_missing', 'trigger_disabled', 'not_installed'] as const;
+export const STATUS_VALUES = HEALTH_STATUSES;
 
 // Label values are shown safe() first: `metrics --once` on a terminal must not pass control characters
 // through (an installed_version or a schema name is text from the database). safe() writes them as
