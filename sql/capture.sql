@@ -138,8 +138,9 @@ END
 $$;
 
 -- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
--- It is subagent_may_qualify() (derive.sql) written out: a WHEN clause must not depend on EXECUTE
--- privileges an operator may revoke, and an inlined expression costs less than a call.
+-- It is the prefilter itself (MAY_QUALIFY, rendered by the loader), not a call of subagent_may_qualify():
+-- a WHEN clause must not depend on EXECUTE privileges an operator may revoke, and an expression costs
+-- less than a call.
 -- Created again on every install of the code layer, keeping the state an operator gave it: CREATE OR
 -- REPLACE TRIGGER alone would turn ENABLE ALWAYS (replica-role writers) or DISABLE back into ENABLE.
 DO $trigger$
@@ -149,9 +150,7 @@ BEGIN
   CREATE OR REPLACE TRIGGER subagent_context_capture
     AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
     FOR EACH ROW
-    WHEN (strpos(NEW.metadata, 'subagent_task') > 0
-       OR ((strpos(NEW.metadata, '\u005') > 0 OR strpos(NEW.metadata, '\u006') > 0 OR strpos(NEW.metadata, '\u007') > 0)
-           AND NEW.metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])'))
+    WHEN (@may_qualify(NEW.metadata)@)
     EXECUTE FUNCTION @extschema@.capture_subagent_message();
   CASE state
     WHEN 'A' THEN ALTER TABLE @extschema@.task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture;

@@ -6,7 +6,7 @@
 -- The price: counters are NOT transactional. A rolled-back message write still counts as attempted and
 -- as whatever outcome it reached, and a counter moves even when the row it describes was rolled back.
 --
--- @counter_sequences@ is their names as a text[] (one list, migrations/lib/sql.js COUNTERS: this file,
+-- @counter_sequences@ is their names as a text[] (one list, sql/loader.js COUNTERS: this file,
 -- uninstall.sql and the Citus worker steps of topology*.sql use it; stats.sql reads each by name and
 -- capture.sql advances each by name).
 DO $counters$

@@ -7,18 +7,14 @@
 -- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining, at a
 -- cost per call that BENCHMARKS.md measures). Callers pin search_path; that is why the bodies may name built-ins unqualified.
 
--- Cheap textual prefilter: can this metadata possibly qualify? Used to skip parsing history rows.
--- It lets through the text that spells subagent_task literally, and the text with a JSON \u escape
--- that could stand for one of its letters (\u005f and \u0060-\u007f, either case of hex digit): the
--- parse decides. Go's escapes (\u003c, \u003e, \u0026, \u2028, \u2029, control characters) are
--- not letters of the kind, so most of kandev's tool-call metadata stops here.
--- The same filter, written out, is the trigger's WHEN clause (capture.sql) and the predicate of health's
--- index on task_session_messages (message-index.sql); test/prefilter.test.ts checks the three agree.
+-- The prefilter: can this metadata qualify at all? One pass for the literal subagent_task, which is part of
+-- what qualifies (docs/decisions.md#derivation): a document that spells the kind with \u escapes is not a
+-- subagent call on any path. The same expression, rendered from one definition (MAY_QUALIFY in
+-- sql/loader.js), is the trigger's WHEN clause (capture.sql) and the predicate of health's index on
+-- task_session_messages (message-index.sql); the history paths call this function, which inlines to it.
 CREATE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT strpos(metadata, 'subagent_task') > 0
-       OR ((strpos(metadata, '\u005') > 0 OR strpos(metadata, '\u006') > 0 OR strpos(metadata, '\u007') > 0)
-           AND metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])') $$;
+AS $$ SELECT @may_qualify(metadata)@ $$;
 
 -- Does a parsed metadata document describe a subagent call?
 CREATE FUNCTION @extschema@.subagent_qualifies(doc jsonb)

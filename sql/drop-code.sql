@@ -1,4 +1,4 @@
--- The first file of the code layer (migrations/lib/sql.js): drops the code of this and every earlier
+-- The first file of the code layer (sql/loader.js): drops the code of this and every earlier
 -- release, so the files after it create exactly this release's code, whatever was there. Internal.
 --
 -- Kept: capture_subagent_message() and its trigger. capture.sql replaces the function in place and

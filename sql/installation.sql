@@ -1,5 +1,5 @@
 -- subagent_context_installation() (public interface): what the code layer installed here. The last file
--- of the code layer (migrations/lib/sql.js), so it is only there when everything before it is.
+-- of the code layer (sql/loader.js), so it is only there when everything before it is.
 --   version       the package version (@version@ is filled in by the loader)
 --   code_digest   a digest of the code layer's files: `up` re-applies them when it differs
 --   server_major  the PostgreSQL major they were built for (parse.sql differs by major): after a major

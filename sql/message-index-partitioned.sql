@@ -10,9 +10,8 @@
 -- build) is dropped and built again, a built one that is not attached yet is attached, and a complete
 -- index leaves nothing to do.
 --
--- The definition and comment are those of the plain table's index (message-index.sql), put in place of
--- the index_definition and index_comment placeholders by the activation (migrations/lib/
--- partitioned-index.js), so the two topologies cannot drift apart. The statements below are separated by `-- statement` and run one
+-- The definition and comment are those of the plain table's index (message-index.sql): both files render
+-- HEALTH_INDEX of sql/loader.js, so the two topologies cannot drift apart. The statements below are separated by `-- statement` and run one
 -- at a time, outside any transaction; the second is a query, whose rows are the statements that run
 -- between the first and the third.
 --
@@ -27,14 +26,14 @@ DO $prepare$
 BEGIN
   PERFORM set_config('lock_timeout', '5s', true);
   IF obj_description(to_regclass('@extschema@.subagent_context_recent_messages_idx'), 'pg_class')
-       IS DISTINCT FROM '@index_comment@'
+       IS DISTINCT FROM '@health_index_comment@'
      AND to_regclass('@extschema@.subagent_context_recent_messages_idx') IS NOT NULL THEN
     DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;
     ALTER INDEX @extschema@.subagent_context_recent_messages_idx RENAME TO subagent_context_recent_messages_idx_old;
   END IF;
   IF to_regclass('@extschema@.subagent_context_recent_messages_idx') IS NULL THEN
-    CREATE INDEX subagent_context_recent_messages_idx ON ONLY @extschema@.task_session_messages @index_definition@;
-    COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS '@index_comment@';
+    CREATE INDEX subagent_context_recent_messages_idx ON ONLY @extschema@.task_session_messages @health_index_definition@;
+    COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS '@health_index_comment@';
   END IF;
 EXCEPTION WHEN lock_not_available THEN
   RAISE EXCEPTION 'subagent-context: could not lock task_session_messages within 5 s to create health''s index on it (a long transaction holds it); nothing was changed and no writer was held; run `subagent-context up` again'

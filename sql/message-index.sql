@@ -4,9 +4,9 @@
 -- block, so the activation migration runs the statements of this file one at a time; they are separated
 -- by `-- statement`.
 --
--- Health's recent window reads the messages that may qualify, created since capture_since. The predicate
--- is the capture prefilter (subagent_may_qualify, derive.sql, written out so that the index does not
--- depend on a function): only messages that may spell subagent_task get an entry. The index's comment
+-- Health's recent window and the reconciliation read the messages that may qualify, by created_at. The
+-- predicate is the capture prefilter (MAY_QUALIFY in sql/loader.js, rendered here, so the index depends on
+-- no function): only messages that spell subagent_task get an entry. The index's comment
 -- names the prefilter it was built with; an index built by an earlier release with another one is
 -- replaced without blocking writers (a new one is built beside it, then the old one is dropped), and
 -- health stays correct meanwhile (it reads the table where no index fits).
@@ -29,7 +29,7 @@ BEGIN
     RETURN;
   ELSIF NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = current) THEN
     DROP INDEX @extschema@.subagent_context_recent_messages_idx;
-  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM 'subagent-context: prefilter 3' THEN
+  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM '@health_index_comment@' THEN
     IF old IS NOT NULL THEN
       DROP INDEX @extschema@.subagent_context_recent_messages_idx_old;
     END IF;
@@ -39,12 +39,10 @@ END
 $prepare$;
 -- statement
 CREATE INDEX CONCURRENTLY IF NOT EXISTS subagent_context_recent_messages_idx
-  ON @extschema@.task_session_messages (created_at)
-  WHERE strpos(metadata, 'subagent_task') > 0
-       OR ((strpos(metadata, '\u005') > 0 OR strpos(metadata, '\u006') > 0 OR strpos(metadata, '\u007') > 0)
-           AND metadata ~ '\\u00(5[fF]|[67][0-9a-fA-F])');
+  ON @extschema@.task_session_messages @health_index_definition@;
 -- statement
--- Changing the predicate above means changing this name, so that installed indexes are rebuilt.
-COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter 3';
+-- The comment names the definition (HEALTH_INDEX in sql/loader.js carries its digest), so an index of
+-- another definition is rebuilt.
+COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS '@health_index_comment@';
 -- statement
 DROP INDEX CONCURRENTLY IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;

@@ -74,16 +74,16 @@ describe('history written before installation', async () => {
     if (await db.hostRefuses(metadata)) continue; // kandev's own index refuses it: no such history there
     await msg(id, metadata, '2026-08-12 09:09:00');
   }
-  // A JSON escape can spell the kind; it qualifies like the plain spelling.
+  // A kind spelled only with a JSON escape is no subagent call (docs/decisions.md#derivation): no row.
   await msg('m-escaped', '{"tool_call_id":"toolu_esc","normalized":{"kind":"subagent\\u005ftask"}}', '2026-08-12 09:10:00');
 
   const result = await db.up();
 
   it('activates, storing one row per qualifying (session, tool call) with full identity', () => {
     expect(result.backfill.status).toBe('activated');
-    expect(result.backfill.inserted).toBe(6);
+    expect(result.backfill.inserted).toBe(5);
     expect(result.backfill.failure).toBeNull();
-    expect(result.backfill.backfill_through).toBe('2026-08-12T09:10:00.000000000Z');
+    expect(result.backfill.backfill_through).toBe('2026-08-12T09:08:00.000000000Z');
   });
 
   it('derives each row exactly as live capture would, marked backfill, under the metadata\'s execution id or unknown', async () => {
@@ -99,7 +99,6 @@ describe('history written before installation', async () => {
         observed_at: '2026-08-12 09:04:00', settled_at: '2026-08-12 09:05:00', updated_at: '2026-08-12 09:05:00' }),
       backfilled(h, { tool_call_id: 'toolu_dup', description: 'newest, greatest id',
         observed_at: '2026-08-12 09:08:00', updated_at: '2026-08-12 09:08:09' }),
-      backfilled(h, { tool_call_id: 'toolu_esc', observed_at: '2026-08-12 09:10:00', updated_at: '2026-08-12 09:10:00' }),
       backfilled(h, { tool_call_id: 'toolu_zero', subagent_type: 'explorer', model: 'claude-opus-5',
         agent_status: 'completed', tool_status: 'completed', total_tokens: 275717n, tool_use_count: 0n,
         duration_ms: 91234n, observed_at: '2026-08-12 09:01:00', settled_at: '2026-08-12 09:03:00.654321',

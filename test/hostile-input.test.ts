@@ -240,9 +240,12 @@ describe('a hostile metadata corpus', () => {
     expect(counted('none')).toBeGreaterThan(300);
     expect(counted('skipped')).toBeGreaterThan(10);
     expect(counted('failed')).toBe(2);
-    // The escaped kind qualifies; the upper-case one does not.
+    // An escaped kind qualifies here because the document still spells subagent_task literally (its
+    // subagent_task key); a document that never spells it does not (test/prefilter.test.ts). The
+    // upper-case kind does not.
     const byLabel = (l: string) => firstOutcome(corpus.findIndex((c) => c.label === l));
     expect(byLabel('kind = "subagent\\u005ftask"')).toBe('persisted');
+    expect(byLabel('"kind" spelled with an escape')).toBe('persisted');
     expect(byLabel('kind = "SUBAGENT_TASK"')).toBe('none');
     expect(byLabel('\\u0000 in description')).toBe('none');
   });

@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { freshDatabase } from './helpers/database.js';
 import { installRelease, RELEASES } from './helpers/releases.js';
+import { HEALTH_INDEX } from '#sql';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { NODE_PG_MIGRATE } from './helpers/migrations.js';
@@ -318,18 +319,22 @@ describe('repeated and interrupted activation', () => {
 });
 
 describe('upgrades and plain node-pg-migrate on a partitioned host', () => {
-  it.each(RELEASES)('from $version, whose activation failed there: backfill by hand, then up completes it and keeps everything', async (release) => {
+  it.each(RELEASES)('from $version (0.1.0 could not activate there: backfill by hand), then up completes it, rebuilds the index and keeps everything', async (release) => {
     const schema = `up_${release.version.replaceAll('.', '_')}`;
     await db.createHost(schema, { partitioned: true });
     const ids = await createTurn(db.pool, schema, schema, at(-30));
     await insertMessage(db.pool, schema, { id: 'hist', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: frame('call-hist'), created_at: at(-30) });
-    // What the field saw (issue 11): the install committed, the activation's CREATE INDEX CONCURRENTLY failed.
     const failed = await installRelease(release, db.url, schema).then(() => null, (e: Error) => e.message);
-    expect(failed).toMatch(/cannot create index on partitioned table "task_session_messages" concurrently/);
-    expect((await db.query(`SELECT count(*)::int AS n FROM "${schema}".subagent_context_migrations`)).rows[0].n).toBe(1);
-    const backfilled = (await db.query(`SELECT status FROM "${schema}".subagent_context_backfill()`)).rows[0];
-    expect(backfilled.status).toBe('activated');
+    if (release.version === '0.1.0') {
+      // What the field saw: the install committed, the activation's CREATE INDEX CONCURRENTLY failed.
+      expect(failed).toMatch(/cannot create index on partitioned table "task_session_messages" concurrently/);
+      expect((await db.query(`SELECT count(*)::int AS n FROM "${schema}".subagent_context_migrations`)).rows[0].n).toBe(1);
+      const backfilled = (await db.query(`SELECT status FROM "${schema}".subagent_context_backfill()`)).rows[0];
+      expect(backfilled.status).toBe('activated');
+    } else {
+      expect(failed).toBeNull();
+    }
     await insertMessage(db.pool, schema, { id: 'live', session: ids.session, task: ids.task, turn: ids.turn,
       metadata: frame('call-live'), created_at: at(0, '12:00:00') });
     const keep = async () => ({
@@ -344,6 +349,10 @@ describe('upgrades and plain node-pg-migrate on a partitioned host', () => {
     expect(await keep()).toEqual(before);
     expect((await parentIndex(schema))).toMatchObject({ relkind: 'I', valid: true });
     expect((await partitionIndexes(schema)).every((l) => l.valid && l.attached_to === 'subagent_context_recent_messages_idx')).toBe(true);
+    // Built for this release's prefilter, the earlier release's index gone.
+    const { rows: [idx] } = await db.query(`SELECT obj_description(to_regclass('"${schema}".subagent_context_recent_messages_idx'), 'pg_class') AS comment,
+      to_regclass('"${schema}".subagent_context_recent_messages_idx_old') AS old`);
+    expect(idx).toEqual({ comment: HEALTH_INDEX.comment, old: null });
     const snapshot = await catalogSnapshot(schema);
     expect((await db.up(schema)).applied).toEqual([]);
     expect(await catalogSnapshot(schema)).toEqual(snapshot);

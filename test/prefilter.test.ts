@@ -1,7 +1,7 @@
-// The trigger's WHEN clause and subagent_may_qualify() are the same filter written twice (the WHEN
-// clause must not call a function whose EXECUTE privilege an operator could revoke, and it is spelled as
-// one regular expression because that is cheaper per statement). Pin them together input by input, and
-// pin what the filter lets through.
+// The prefilter is written once (MAY_QUALIFY in sql/loader.js) and rendered into the trigger's WHEN
+// clause, health's partial index on task_session_messages and subagent_may_qualify(), which the history
+// paths call. Pin the three together input by input, pin what the filter lets through (the literal
+// subagent_task, one pass), and pin that an escaped spelling is no subagent write on any path.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 
@@ -16,7 +16,7 @@ const CORPUS = [
   '{"normalized":{"kind":"tool_call"}}', 'streaming text', '', 'ü ∑ 😀', 'a'.repeat(100_000) + 'subagent_task',
   // Go's encoding/json escapes (SPEC §2) are not letters of the kind: they stop here.
   '{"command":"cd x \\u0026\\u0026 go test"}', '\\u003cdiv\\u003e', 'a\\u2028b\\u2029', '\\u001b[31m',
-  // Escapes of the kind's letters pass, whichever case the hex digits are in.
+  // Escapes of the kind's letters do not pass: the literal is part of what qualifies.
   '{"kind":"\\u0073ubagent_task"}', '{"kind":"subagent_tas\\u006B"}',
 ];
 
@@ -33,7 +33,8 @@ describe('the non-subagent fast path', () => {
          FROM unnest($1::text[]) AS m`, [CORPUS]);
     expect(rows.filter((r) => r.by_when !== r.by_function).map((r) => r.m.slice(0, 40))).toEqual([]);
     // Both halves of the filter are exercised: some inputs pass, some do not.
-    expect(rows.filter((r) => r.by_when).length).toBe(7);
+    expect(rows.filter((r) => r.by_when).map((r) => r.m.slice(0, 20))).toEqual([
+      '{"normalized":{"kind', 'subagent_task', 'xsubagent_taskx', 'aaaaaaaaaaaaaaaaaaaa']);
     // NULL metadata passes neither (the trigger does not fire).
     const { rows: [n] } = await db.query(`SELECT (${when!.replace(/new\.metadata/gi, 'NULL::text')}) AS w,
       subagent_may_qualify(NULL) AS f`);
@@ -42,7 +43,7 @@ describe('the non-subagent fast path', () => {
 
   it.each([
     ['{"normalized":{"kind":"subagent_task"}}', true],
-    ['{"normalized":{"kind":"subagent\\u005ftask"}}', true],   // an escape could spell it: the parse decides
+    ['{"normalized":{"kind":"subagent\\u005ftask"}}', false],  // an escaped spelling is no subagent call
     ['{"normalized":{"kind":"tool_call"}}', false],
     ['{"command":"go test ./... \\u0026\\u0026 echo \\u003cok\\u003e","normalized":{"kind":"shell_exec"}}', false],
     ['streaming text', false],
@@ -50,6 +51,33 @@ describe('the non-subagent fast path', () => {
   ])('lets %j through: %s', async (metadata, expected) => {
     const { rows } = await db.query('SELECT subagent_may_qualify($1) AS pass', [metadata]);
     expect(rows[0].pass).toBe(expected);
+  });
+
+  it("health's index on task_session_messages has the same predicate as the WHEN clause", async () => {
+    const { rows: [x] } = await db.query(`SELECT
+        (SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index AS i
+          WHERE i.indexrelid = 'subagent_context_recent_messages_idx'::regclass) AS index_predicate,
+        (SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'subagent_context_capture') AS trigger`);
+    const when = /WHEN \((.*)\) EXECUTE FUNCTION/.exec(x.trigger)?.[1];
+    expect(when!.replace(/new\.metadata/gi, 'metadata')).toBe(x.index_predicate);
+    expect(x.index_predicate).toBe("(strpos(metadata, 'subagent_task'::text) > 0)");
+  });
+
+  it('an escaped spelling of the kind is no subagent write on any path: no row, no shortfall, nothing to backfill or repair', async () => {
+    const escaped = '{"tool_call_id":"toolu_escaped","normalized":{"kind":"subagent\\u005ftask","subagent\\u005ftask":{"status":"completed"}}}';
+    await db.query(`INSERT INTO tasks (id, title, created_at, updated_at) VALUES ('te', 't', now(), now());
+      INSERT INTO task_sessions (id, task_id, started_at, updated_at) VALUES ('se', 'te', now(), now());
+      INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at) VALUES ('ue', 'se', 'te', now(), now(), now())`);
+    await db.query(`INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, content, metadata, created_at)
+      VALUES ('me', 'se', 'te', 'ue', '', $1, now() AT TIME ZONE 'UTC')`, [escaped]);
+    // It is JSON whose kind is subagent_task, but the text never spells it.
+    expect((await db.query(`SELECT $1::jsonb #>> '{normalized,kind}' AS kind`, [escaped])).rows[0].kind).toBe('subagent_task');
+    expect((await db.query(`SELECT count(*)::int AS n FROM task_session_subagents WHERE tool_call_id = 'toolu_escaped'`)).rows[0].n).toBe(0);
+    const health = (await db.query(`SELECT shortfall::int, excess::int FROM subagent_context_health()`)).rows[0];
+    expect(health).toEqual({ shortfall: 0, excess: 0 });
+    expect((await db.query(`SELECT repaired::int FROM subagent_context_repair()`)).rows[0].repaired).toBe(0);
+    // The history scan (backfill) passes it by: subagent_history_rows reads the same filter.
+    expect((await db.query(`SELECT count(*)::int AS n FROM subagent_history_rows(NULL, now()::timestamp) WHERE tool_call_id = 'toolu_escaped'`)).rows[0].n).toBe(0);
   });
 
   it('a non-subagent write leaves the stats and the table alone', async () => {

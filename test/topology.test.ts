@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { splitStatements } from '../migrations/lib/statements.js';
+import { splitStatements } from '../sql/statements.js';
 
 const db = await freshDatabase('topology');
 const citusSql = readFileSync(join(PACKAGE_ROOT, 'sql', 'citus.sql'), 'utf8');

@@ -2,9 +2,9 @@
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
 import {
-  codeSql, dataSql, installedCode, quoteIdent, sqlFile, sqlStatements, targetSchema, transactionStatements, uninstallSql,
-} from './sql.js';
-import { messagesPartitioned, queuePartitionedIndex } from './partitioned-index.js';
+  codeSql, dataSql, installedCode, quoteIdent, sqlFile, targetSchema, transactionStatements, uninstallSql,
+} from '../../sql/loader.js';
+import { healthIndexStatements } from '../../sql/health-index.js';
 
 const queue = (pgm, schema, sqls) => {
   for (const statement of transactionStatements(schema, sqls)) pgm.sql(statement);
@@ -39,8 +39,7 @@ export async function activate(pgm) {
   const schema = await targetSchema(pgm);
   pgm.noTransaction();
   // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (message-index-partitioned.sql).
-  if (await messagesPartitioned(select(pgm), schema)) await queuePartitionedIndex(pgm, schema);
-  else for (const statement of sqlStatements('message-index.sql', schema)) pgm.sql(statement);
+  for (const statement of await healthIndexStatements(select(pgm), schema)) pgm.sql(statement);
   pgm.sql(`DO $activate$
 BEGIN
   IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN

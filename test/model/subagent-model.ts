@@ -24,7 +24,8 @@ export type Json =
   | { t: 'obj'; entries: [string, Json][]; escapeKeys?: boolean };
 
 /** The metadata column after a write: a JSON document, or text that is not JSON at all (or SQL NULL). */
-export type Metadata = { json: Json } | { notJson: string | null };
+/** A document (with the text it was read from, when it was read from text), or text that is not JSON. */
+export type Metadata = { json: Json; text?: string } | { notJson: string | null };
 
 export const J = {
   null: { t: 'null' } as Json,
@@ -54,7 +55,7 @@ export function jsonText(v: Json): string {
 }
 
 export function metadataText(m: Metadata): string | null {
-  return 'json' in m ? jsonText(m.json) : m.notJson;
+  return 'json' in m ? m.text ?? jsonText(m.json) : m.notJson;
 }
 
 /** Marks a number lexeme while JSON.parse reads the rest (a character no corpus document holds). */
@@ -110,7 +111,7 @@ export function parseMetadata(text: string | null): Metadata {
       entries.forEach((entry) => todo.push({ raw: (r as Record<string, unknown>)[entry[0]], put: (v) => { entry[1] = v; } }));
     }
   }
-  return { json: root.value! };
+  return { json: root.value!, text };
 }
 
 /** Member of an object, the last one when a key repeats (as jsonb keeps it); undefined = absent. */
@@ -201,11 +202,14 @@ export function jsonbRefusal(m: Metadata): string | null {
   return null;
 }
 
-/** SPEC §4: metadata parses to an object whose normalized.kind is exactly the string subagent_task. */
+/**
+ * docs/decisions.md#derivation: the text spells subagent_task literally, and it parses to an object whose
+ * normalized.kind is exactly the string subagent_task. A kind spelled only with \u escapes is no subagent call.
+ */
 export function qualifies(m: Metadata): m is { json: Json } {
   if (!('json' in m) || jsonbRefusal(m) !== null) return false;
   const kind = member(member(m.json, 'normalized'), 'kind');
-  return kind?.t === 'str' && kind.v === 'subagent_task';
+  return kind?.t === 'str' && kind.v === 'subagent_task' && metadataText(m)!.includes('subagent_task');
 }
 
 /** Text fields take non-empty JSON strings only. */

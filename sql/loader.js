@@ -1,4 +1,5 @@
-// The one way from a .sql file in sql/ to the database, for the migrations and the CLI alike.
+// The loader: the one way from a .sql file in sql/ to the statements that run, for the migrations
+// (migrations/lib/steps.js, which plain node-pg-migrate runs too) and the CLI (`#sql` in package.json).
 //
 // An installation has two layers (docs/upgrade.md):
 // - data, kept across releases: the subagent table, the failure log, the counter sequences, health's index
@@ -8,15 +9,17 @@
 //   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state. It records what it installed
 //   (subagent_context_installation()): the package version, a digest of the code, the server major.
 //
-// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts), and the counter
-// sequences as @counter_sequences@ (COUNTERS below).
+// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts), the counter
+// sequences as @counter_sequences@ (COUNTERS below), the capture prefilter as @may_qualify(text)@ and
+// health's index on task_session_messages as @health_index_definition@ / @health_index_comment@
+// (MAY_QUALIFY and HEALTH_INDEX below: each written once, rendered wherever it is needed).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { splitStatements } from './statements.js';
 
-const SQL_DIR = new URL('../../sql/', import.meta.url);
+const SQL_DIR = new URL('./', import.meta.url);
 
-export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** The data layer, in the order it must be applied. */
 export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql'];
@@ -33,6 +36,27 @@ export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messag
 export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'failed', 'anomalous_value', 'unknown_execution'];
 const COUNTER_SEQUENCES = `ARRAY[${COUNTERS.map((c) => `'subagent_context_${c}_seq'`).join(', ')}]`;
 
+/**
+ * Can this metadata text be a subagent call? The literal `subagent_task` is part of what qualifies
+ * (docs/decisions.md#derivation): one pass over the text, and no writer that exists escapes the letters
+ * of a kind. The capture trigger's WHEN clause, health's partial index on task_session_messages and every
+ * history scan (backfill, reconciliation, repair) use this one expression; the parse decides the rest.
+ */
+export function MAY_QUALIFY(text) {
+  return `strpos(${text}, 'subagent_task') > 0`;
+}
+
+/**
+ * Health's index on task_session_messages (message-index*.sql): its definition after `ON <table>`, and
+ * the comment that names it. The comment carries a digest of the definition, so an index built by a
+ * release with another predicate is recognised and rebuilt without anyone bumping a number by hand.
+ */
+const HEALTH_INDEX_DEFINITION = `(created_at) WHERE ${MAY_QUALIFY('metadata')}`;
+export const HEALTH_INDEX = {
+  definition: HEALTH_INDEX_DEFINITION,
+  comment: `subagent-context: prefilter ${createHash('sha256').update(HEALTH_INDEX_DEFINITION).digest('hex').slice(0, 12)}`,
+};
+
 export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
 }
@@ -41,9 +65,12 @@ function source(file) {
   return readFileSync(new URL(file, SQL_DIR), 'utf8');
 }
 
-/** What this package's code layer is: changes whenever any code file changes, whatever the version says. */
+/**
+ * What this package's code layer is: changes whenever any code file or the prefilter they render
+ * changes, whatever the version says.
+ */
 export const CODE_DIGEST = createHash('sha256')
-  .update(CODE_FILES.filter((f) => f !== 'installation.sql').map(source).join('\0'))
+  .update([...CODE_FILES.filter((f) => f !== 'installation.sql').map(source), HEALTH_INDEX.definition].join('\0'))
   .digest('hex').slice(0, 16);
 
 export function sqlFile(file, schema) {
@@ -53,6 +80,9 @@ export function sqlFile(file, schema) {
     throw new Error(`subagent-context: unusable schema name ${JSON.stringify(schema)}`);
   }
   return source(file)
+    .replace(/@may_qualify\(([^()]+)\)@/g, (_, text) => MAY_QUALIFY(text))
+    .replaceAll('@health_index_definition@', HEALTH_INDEX.definition)
+    .replaceAll('@health_index_comment@', HEALTH_INDEX.comment.replaceAll("'", "''"))
     .replaceAll('@extschema@', quoteIdent(schema))
     .replaceAll('@counter_sequences@', COUNTER_SEQUENCES)
     .replaceAll('@version@', PACKAGE_VERSION)

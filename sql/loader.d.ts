@@ -1,10 +1,14 @@
-// Types of sql.js for the TypeScript side (src/ imports it as `#sql`, package.json "imports").
+// Types of loader.js for the TypeScript side (src/ imports it as `#sql`, package.json "imports").
 export const PACKAGE_VERSION: string;
 export const DATA_FILES: string[];
 export const CODE_FILES: string[];
 export const HOST_TABLES: string[];
 export const COUNTERS: string[];
 export const CODE_DIGEST: string;
+/** The capture prefilter over a text expression (loader.js). */
+export function MAY_QUALIFY(text: string): string;
+/** Health's index on task_session_messages: definition after `ON <table>`, and its comment. */
+export const HEALTH_INDEX: { definition: string; comment: string };
 
 export interface InstalledCode {
   version: string;
