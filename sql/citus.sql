@@ -54,7 +54,8 @@ BEGIN
              WHERE a.mode IN ('o', 'b')) AS outs
       FROM pg_proc AS p JOIN pg_language AS l ON l.oid = p.prolang
      WHERE p.pronamespace = '@extschema@'::regnamespace AND l.lanname = 'sql'
-       AND p.proname IN ('subagent_context_key', 'subagent_message_keys', 'subagent_row_keys',
+       AND p.proname IN ('subagent_context_key', 'subagent_message_keys', 'subagent_context_compare',
+                         'subagent_context_reconciled',
                          'subagent_history_rows', 'subagent_store_history')
   LOOP
     IF f.proretset THEN

@@ -11,8 +11,15 @@ LOCK TABLE @extschema@.task_session_messages IN SHARE ROW EXCLUSIVE MODE;
 
 -- Every function any release has created, by its signature in that release. A release that adds,
 -- renames or changes the signature of a function adds the old signature here.
+DROP PROCEDURE IF EXISTS @extschema@.subagent_context_reconcile_all();
 DROP FUNCTION IF EXISTS
   @extschema@.subagent_context_installation(),
+  @extschema@.subagent_context_repair(integer),
+  @extschema@.subagent_context_missing(),
+  @extschema@.subagent_context_reconcile(integer, interval),
+  @extschema@.subagent_context_reconciled(timestamp),
+  @extschema@.subagent_context_compare(timestamp, timestamp, timestamp),
+  @extschema@.subagent_message_keys(timestamp, timestamp),
   @extschema@.subagent_context_topology(),
   @extschema@.subagent_context_repair(),
   @extschema@.subagent_context_health(),

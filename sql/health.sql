@@ -6,64 +6,59 @@
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
 -- message since then): reported, never an alarm. Two separate anti-joins, never netted.
 
--- Keys of qualifying messages created at or after `since`, each parsed once, with whether its identity
--- is complete (what capture must have stored: the shortfall's side). It parses with the catching
--- parser (parse.sql), whose result is subagent_parse_metadata's: on PostgreSQL 16+ that one validates,
--- then parses again, behind a bracket count, and one catching parse is cheaper (BENCHMARKS.md, health). Inlinable (LANGUAGE sql, STABLE, one SELECT), so a caller's
--- `since` reaches the plan: a recent window reads only the messages created since then, through
--- subagent_context_recent_messages_idx (message-index.sql).
-CREATE FUNCTION @extschema@.subagent_message_keys(since timestamp)
-RETURNS TABLE (task_session_id text, tool_call_id text, complete boolean)
-LANGUAGE sql STABLE
-AS $$
-  SELECT p.task_session_id,
-         @extschema@.subagent_text_field(p.doc, 'tool_call_id'),
-         @extschema@.subagent_has_identity(p.task_session_id, p.task_id, p.doc)
-    FROM (SELECT m.task_session_id, m.task_id,
-                 @extschema@.subagent_parse_metadata_guarded(m.metadata) AS doc
-            FROM @extschema@.task_session_messages AS m
-           WHERE m.created_at >= since
-             AND @extschema@.subagent_may_qualify(m.metadata)
-          OFFSET 0) AS p  -- OFFSET 0: one parse per message, not one per use of doc
-   WHERE @extschema@.subagent_qualifies(p.doc)
-$$;
-
-CREATE FUNCTION @extschema@.subagent_row_keys(since timestamp)
+-- The (session, tool call) keys missing now: those the newest completed reconciliation recorded
+-- (reconcile.sql) that still have no row observed since capture_since (re-checked here, so `repair` clears
+-- them at once), and those of messages created since that reconciliation started. Without a completed
+-- reconciliation of this activation, the second part starts at capture_since: correct, and as costly as
+-- history (`up` and `health --full` complete one). Public interface: the list behind health's shortfall,
+-- and what `repair` stores rows for.
+CREATE FUNCTION @extschema@.subagent_context_missing()
 RETURNS TABLE (task_session_id text, tool_call_id text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT r.task_session_id, r.tool_call_id
-    FROM @extschema@.task_session_subagents AS r
-   WHERE r.observed_at >= since
-$$;
-
--- shortfall and excess for one window, from one pass over the messages: the message keys serve both
--- anti-joins. The health function runs this with EXECUTE, so it is planned for the actual window start.
-CREATE FUNCTION @extschema@.subagent_context_window(since timestamp)
-RETURNS TABLE (shortfall bigint, excess bigint)
-LANGUAGE sql STABLE
-AS $$
-  WITH message_keys AS MATERIALIZED (SELECT * FROM @extschema@.subagent_message_keys(since)),
-       row_keys AS MATERIALIZED (SELECT * FROM @extschema@.subagent_row_keys(since))
-  SELECT (SELECT count(*) FROM (SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k WHERE k.complete
-                                EXCEPT
-                                SELECT r.task_session_id, r.tool_call_id FROM row_keys AS r) AS missing),
-         (SELECT count(*) FROM (SELECT r.task_session_id, r.tool_call_id FROM row_keys AS r
-                                EXCEPT
-                                SELECT k.task_session_id, k.tool_call_id FROM message_keys AS k) AS extra)
+DECLARE
+  since timestamp := @extschema@.subagent_context_parse_key(
+                       @extschema@.subagent_context_key('subagent_context_capture_since'));
+  rec record;
+BEGIN
+  IF since IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT * INTO rec FROM @extschema@.subagent_context_reconciled(since);
+  -- EXECUTE: planned for the actual window start (a recent window reads only health's index).
+  RETURN QUERY EXECUTE $q$
+    WITH recorded AS MATERIALIZED (
+           SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_reconciliation_keys AS k
+            WHERE k.reconciliation_id = $3 AND k.kind = 'missing'),
+         stored AS MATERIALIZED (
+           SELECT DISTINCT r.task_session_id, r.tool_call_id
+             FROM recorded AS k
+             JOIN @extschema@.task_session_subagents AS r
+               ON r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id
+            WHERE r.observed_at >= $1)
+    (SELECT k.task_session_id, k.tool_call_id FROM recorded AS k
+     EXCEPT
+     SELECT s.task_session_id, s.tool_call_id FROM stored AS s)
+    UNION
+    SELECT c.task_session_id, c.tool_call_id FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c
+     WHERE c.kind = 'missing'
+  $q$ USING since, coalesce(rec.started_at, since), rec.id;
+END
 $$;
 
 CREATE FUNCTION @extschema@.subagent_context_health(
   OUT activated boolean, OUT capture_since text, OUT backfill_through text,
   OUT shortfall bigint, OUT excess bigint, OUT last_observed_at timestamp,
   OUT trigger_enabled boolean, OUT failures bigint, OUT collisions bigint,
-  OUT status text, OUT installed_version text)
+  OUT status text, OUT installed_version text, OUT reconciled_at timestamp)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   since timestamp;
   trigger_state "char";
+  rec record;
 BEGIN
   installed_version := (SELECT i.version FROM @extschema@.subagent_context_installation() AS i);
   capture_since := @extschema@.subagent_context_key('subagent_context_capture_since');
@@ -76,12 +71,16 @@ BEGIN
   trigger_enabled := coalesce(trigger_state IN ('O', 'A'), false);
 
   -- The verdict, first match wins (docs/health.md#status); the last three need the comparison below.
-  status := CASE WHEN to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
+  status := CASE WHEN (to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
+                    OR to_regclass('@extschema@.task_session_subagents') IS NULL
+                    OR to_regclass('@extschema@.subagent_context_failures') IS NULL)
+                   AND trigger_state IS NOT NULL THEN 'trigger_orphaned'
+                 WHEN to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
                    OR to_regclass('@extschema@.task_session_subagents') IS NULL THEN 'not_installed'
                  WHEN trigger_state IS NULL THEN 'trigger_missing'
                  WHEN NOT trigger_enabled THEN 'trigger_disabled'
                  WHEN NOT activated THEN 'not_activated' END;
-  IF status = 'not_installed' THEN
+  IF status IN ('not_installed', 'trigger_orphaned') THEN
     RETURN;
   END IF;
 
@@ -103,9 +102,17 @@ BEGIN
     RETURN;
   END IF;
 
+  -- What the newest completed reconciliation found, re-checked, plus what was written since it started:
+  -- the cost of recent writes, never of history (docs/health.md#reconciliation).
+  SELECT * INTO rec FROM @extschema@.subagent_context_reconciled(since);
+  reconciled_at := rec.started_at;
+  SELECT count(*) INTO shortfall FROM @extschema@.subagent_context_missing();
   -- EXECUTE: planned with the actual window start, never a generic plan that must fit every window.
-  EXECUTE 'SELECT w.shortfall, w.excess FROM @extschema@.subagent_context_window($1) AS w'
-     INTO shortfall, excess USING since;
+  EXECUTE $q$
+    SELECT (SELECT count(*) FROM @extschema@.subagent_context_reconciliation_keys AS k
+             WHERE k.reconciliation_id = $3 AND k.kind = 'excess')
+         + (SELECT count(*) FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c WHERE c.kind = 'excess')
+  $q$ INTO excess USING since, coalesce(rec.started_at, since), rec.id;
 
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;
@@ -119,10 +126,15 @@ BEGIN
 END
 $$;
 
--- Repair: store the rows the shortfall lists as missing, re-derived from the messages created since
--- capture_since through the same derivation as capture and the same rule as the backfill (source
--- 'backfill'; keys with a row under any execution id are left alone). Existing rows are never touched.
-CREATE FUNCTION @extschema@.subagent_context_repair(OUT repaired bigint)
+-- Repair: store the rows the shortfall lists as missing (subagent_context_missing()), each re-derived from
+-- its newest qualifying message created since capture_since, through the same derivation as capture and
+-- the same rule as the backfill (source 'backfill'; a key with a row under any execution id is left
+-- alone). Existing rows are never touched. At most max_keys keys per call, so that one call is a short
+-- transaction: a live write of one of those keys waits at most that long (the CLI calls it until
+-- nothing is left). repaired: rows stored; remaining: keys still missing after this call. It runs with
+-- the caller's privileges (writing rows is the installing role's, or a role granted INSERT on the table).
+CREATE FUNCTION @extschema@.subagent_context_repair(max_keys integer DEFAULT 500,
+  OUT repaired bigint, OUT remaining bigint)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -135,6 +147,49 @@ BEGIN
       USING HINT = 'Run `subagent-context up` (or `subagent-context backfill`) first.',
             ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  SELECT s.inserted INTO repaired FROM @extschema@.subagent_store_history(since) AS s;
+  IF pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' THEN
+    RAISE EXCEPTION 'subagent-context repair writes rows, and this server or transaction is read-only'
+      USING HINT = 'Run `subagent-context repair` against the primary; health, report and metrics work here.',
+            ERRCODE = 'read_only_sql_transaction';
+  END IF;
+  WITH candidates AS MATERIALIZED (
+         SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_missing() AS k
+          ORDER BY 1, 2 LIMIT greatest(max_keys, 1)),
+       -- A key with a row under any execution id, observed whenever, is left alone (the backfill's rule).
+       batch AS MATERIALIZED (
+         SELECT c.task_session_id, c.tool_call_id FROM candidates AS c
+         EXCEPT
+         SELECT r.task_session_id, r.tool_call_id
+           FROM candidates AS c
+           JOIN @extschema@.task_session_subagents AS r
+             ON r.task_session_id = c.task_session_id AND r.tool_call_id = c.tool_call_id),
+       -- Each key's newest qualifying message since activation, found through the session's messages.
+       history AS MATERIALIZED (
+         SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
+           FROM batch AS b
+           JOIN @extschema@.task_session_messages AS m ON m.task_session_id = b.task_session_id
+          CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+          CROSS JOIN LATERAL @extschema@.derive_subagent_row(
+                  m.task_session_id, m.task_id, m.turn_id, p.doc,
+                  coalesce(m.created_at, clock_timestamp() AT TIME ZONE 'UTC'),
+                  coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'),
+                  @extschema@.subagent_execution_id(p.doc, NULL)) AS d
+          WHERE m.created_at >= since AND @extschema@.subagent_may_qualify(m.metadata)
+            AND d.tool_call_id = b.tool_call_id
+          ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC),
+       stored AS (
+         INSERT INTO @extschema@.task_session_subagents (id, source,
+           task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+           subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
+           is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
+         SELECT gen_random_uuid()::text, 'backfill', h.*
+           FROM history AS h
+          -- A key too long for a btree entry stays missing (capture logs it as a failure, 54000).
+          WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
+            AND octet_length(h.task_id) <= 2600
+         ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
+         RETURNING 1)
+  SELECT count(*) INTO repaired FROM stored;
+  SELECT count(*) INTO remaining FROM @extschema@.subagent_context_missing();
 END
 $$;

@@ -22,12 +22,12 @@ const SQL_DIR = new URL('./', import.meta.url);
 export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** The data layer, in the order it must be applied. */
-export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql'];
+export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql'];
 
 /** The code layer, in the order it must be applied (installation.sql last: it records the rest). */
 export const CODE_FILES = [
   'drop-code.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'stats.sql', 'capture.sql', 'backfill.sql',
-  'health.sql', 'citus.sql', 'installation.sql',
+  'reconcile.sql', 'health.sql', 'citus.sql', 'installation.sql',
 ];
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];

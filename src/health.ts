@@ -1,7 +1,7 @@
 // Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql).
 import type pg from 'pg';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
-import { assertSchemaExists, UserError } from './db.js';
+import { assertSchemaExists, captureTriggerExists, UserError } from './db.js';
 import { readInstalledCode } from './install.js';
 import { SQL } from 'sql-template-strings';
 import { exitCodeFor, type HealthStatus } from './status.js';
@@ -21,6 +21,11 @@ export interface Health {
   status: HealthStatus;
   /** The release whose code is installed. */
   installed_version: string | null;
+  /**
+   * When the newest completed reconciliation started (UTC, RFC 3339): history before it was compared
+   * then, and only what was written since is compared now. Null when none has completed.
+   */
+  reconciled_at: string | null;
 }
 
 export interface Stats {
@@ -49,7 +54,7 @@ export async function readHealth(client: pg.Client, schema: string): Promise<Hea
     `SELECT activated, capture_since, backfill_through, shortfall::float8 AS shortfall, excess::float8 AS excess,
             to_char(last_observed_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_observed_at,
             trigger_enabled, failures::float8 AS failures, collisions::float8 AS collisions,
-            status, installed_version
+            status, installed_version, to_char(reconciled_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS reconciled_at
        FROM ${quoteIdent(schema)}.subagent_context_health()`);
   return rows[0] as Health;
 }
@@ -77,10 +82,13 @@ export async function healthInstalled(client: pg.Client, schema: string): Promis
 export async function healthReport(client: pg.Client, schema: string): Promise<HealthReport> {
   await assertSchemaExists(client, schema);
   if (!(await healthInstalled(client, schema))) {
-    return { status: 'not_installed', exitCode: 2, stats: null, upgradeAvailable: false, health: {
+    // Without the health function there is no SQL verdict to read: a trigger left behind (a partial
+    // removal) is named as such, anything else is not installed.
+    const status = (await captureTriggerExists(client, schema)) ? 'trigger_orphaned' : 'not_installed';
+    return { status, exitCode: exitCodeFor(status), stats: null, upgradeAvailable: false, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
-      last_observed_at: null, trigger_enabled: false, failures: null, collisions: null,
-      status: 'not_installed', installed_version: null } };
+      last_observed_at: null, trigger_enabled: status === 'trigger_orphaned', failures: null, collisions: null,
+      status, installed_version: null, reconciled_at: null } };
   }
   const code = await readInstalledCode(client, schema);
   if (code && code.code_digest === null) {
@@ -89,6 +97,7 @@ export async function healthReport(client: pg.Client, schema: string): Promise<H
       'Run `subagent-context up` to upgrade it in place (docs/upgrade.md).');
   }
   const health = await readHealth(client, schema);
-  const stats = await readStats(client, schema);
+  // A trigger left without its tables may be without its counters too: nothing more to read.
+  const stats = health.status === 'trigger_orphaned' ? null : await readStats(client, schema);
   return { status: health.status, exitCode: exitCodeFor(health.status), health, stats, upgradeAvailable: !code?.current };
 }

@@ -5,6 +5,7 @@ import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
 import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
+import { reconcileAll } from './reconcile.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -125,12 +126,16 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   const refreshed = await refreshCode(client, schema);
   const after = await readInstalledCode(client, schema);
   const result = await backfill(client, schema, opts);
+  // Health compares only what was written since the newest reconciliation: complete one now, so that
+  // it is cheap from the start (after a first install there is nothing to compare yet: one step).
+  const reconciliation = result.status === 'failed' ? null : await reconcileAll(client, schema, opts.progress);
   return {
     applied: applied.map((m) => m.name),
     /** The release installed before this run (null: none), and now. */
     upgraded: before && (before.code_digest !== after?.code_digest || refreshed)
       ? { from: before.version, to: after!.version, server_major: after!.server_major } : null,
     backfill: result,
+    reconciliation,
   };
 }
 

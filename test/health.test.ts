@@ -56,7 +56,7 @@ describe('after live writes only', async () => {
     expect(await health('live')).toEqual({
       activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0n, excess: 0n,
       last_observed_at: '2030-01-01 00:00:02.5', trigger_enabled: true, failures: 0n, collisions: 0n,
-      status: 'healthy', installed_version: PACKAGE_VERSION,
+      status: 'healthy', installed_version: PACKAGE_VERSION, reconciled_at: null,
     });
   });
 
@@ -68,7 +68,7 @@ describe('after live writes only', async () => {
       status: 'healthy', activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0, excess: 0,
       last_observed_at: '2030-01-01T00:00:02.500000Z', trigger_enabled: true, failures: 0, collisions: 0,
       stats: { attempted: 3, skipped_no_identity: 0, persisted: 3, failed: 0, anomalous_value: 0, unknown_execution: 3 },
-      installed_version: PACKAGE_VERSION, upgrade_available: false,
+      installed_version: PACKAGE_VERSION, upgrade_available: false, reconciled_at: null,
     });
     expect(r.stderr).toBe('');
   });
@@ -198,7 +198,7 @@ describe('under another session TimeZone', async () => {
     await kiritimati.query(`SET TIME ZONE 'Pacific/Kiritimati'`);
     const expected = { activated: true, capture_since: SINCE, backfill_through: '', shortfall: 1n, excess: 0n,
       last_observed_at: '2030-01-01 10:00:00', trigger_enabled: true, failures: 0n, collisions: 0n,
-      status: 'shortfall', installed_version: PACKAGE_VERSION };
+      status: 'shortfall', installed_version: PACKAGE_VERSION, reconciled_at: null };
     expect(await health('zone', utc)).toEqual(expected);
     expect(await health('zone', kiritimati)).toEqual(expected);
     // A hand-written key without a zone is read as UTC, whatever the session says.
@@ -254,7 +254,7 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     await db.query(`DELETE FROM off.kandev_meta`);
     expect(await health('off')).toEqual({ activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: true, failures: null, collisions: 0n,
-      status: 'not_activated', installed_version: PACKAGE_VERSION });
+      status: 'not_activated', installed_version: PACKAGE_VERSION, reconciled_at: null });
     const { code, body } = await healthJson('off');
     expect(code).toBe(2);
     expect(body).toMatchObject({ status: 'not_activated', activated: false, shortfall: null });
@@ -270,13 +270,27 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     expect(body).toMatchObject({ status: 'trigger_missing', trigger_enabled: false, activated: true });
   });
 
+  it('names a trigger left behind without the rest (a partial removal): trigger_orphaned, exit 2', async () => {
+    await db.createHost('orphan');
+    await db.up('orphan');
+    // What a half-run removal leaves: the tables dropped, the trigger and functions still there.
+    await db.query(`DROP TABLE orphan.task_session_subagents, orphan.subagent_context_failures`);
+    expect((await healthJson('orphan'))).toMatchObject({ code: 2, body: { status: 'trigger_orphaned', trigger_enabled: true } });
+    // And with health's own function gone too, the CLI still names it from the catalog.
+    await db.query(`DROP FUNCTION orphan.subagent_context_health()`);
+    const human = await health_('orphan');
+    expect(human.code).toBe(2);
+    expect(human.stdout).toContain('trigger_orphaned');
+    expect(human.stdout).toContain('subagent-context uninstall');
+  });
+
   it('reports a schema without subagent-context as not installed, still one JSON object', async () => {
     await db.createHost('bare');
     const { code, body } = await healthJson('bare');
     expect(code).toBe(2);
     expect(body).toEqual({ status: 'not_installed', activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: false, failures: null,
-      collisions: null, stats: null, installed_version: null, upgrade_available: false });
+      collisions: null, stats: null, installed_version: null, upgrade_available: false, reconciled_at: null });
   });
 });
 

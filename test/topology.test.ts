@@ -13,7 +13,7 @@ import { splitStatements } from '../sql/statements.js';
 
 const db = await freshDatabase('topology');
 const citusSql = readFileSync(join(PACKAGE_ROOT, 'sql', 'citus.sql'), 'utf8');
-const TABLES = /task_session_messages|task_session_subagents|subagent_context_failures|kandev_meta/;
+const TABLES = /task_session_messages|task_session_subagents|subagent_context_failures|subagent_context_reconciliation|kandev_meta/;
 
 describe('subagent_context_topology()', () => {
   it("is 'plain' on a plain table and 'partitioned' on a partitioned one", async () => {

@@ -47,6 +47,15 @@ BEGIN
   END IF;
 END
 $activate$`);
+  // Then a complete reconciliation, committing after each step (`subagent-context up` runs its own steps).
+  pgm.sql(`DO $reconcile$
+BEGIN
+  IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli'
+     AND to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(integer, interval)') IS NOT NULL THEN
+    CALL ${quoteIdent(schema)}.subagent_context_reconcile_all();
+  END IF;
+END
+$reconcile$`);
 }
 
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */

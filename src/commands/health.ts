@@ -1,17 +1,26 @@
-import type { Command } from './types.js';
-import { withClient } from '../db.js';
-import { healthReport } from '../health.js';
+import type { Command, CommandContext } from './types.js';
+import { withClient, type Client } from '../db.js';
+import { healthInstalled, healthReport, type HealthReport } from '../health.js';
+import { cancelOnInterrupt } from '../interrupt.js';
+import { reconcileAll, reconcileFor } from '../reconcile.js';
 import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
-import { STATUSES } from '../status.js';
+import { HEALTH_STATUSES, STATUSES } from '../status.js';
 
 export const healthCommand: Command = {
   name: 'health',
   summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall, 2 not activated or trigger off, 3 error',
-  usage: `subagent-context health [--database-url URL] [--schema S] [--json]
+  usage: `subagent-context health [--database-url URL] [--schema S] [--json] [--full]
 
 Compares the subagent messages written since activation (the capture_since key) with the rows
-captured since then. Read-only.
+captured since then. It costs what was written since the newest reconciliation (a full comparison kept
+in the database, in bounded steps): the missing keys that reconciliation recorded are checked again,
+and what was written since it started is compared now. After answering, it gives the reconciliation
+about a second of work on a server that can write, so a regular health check keeps it current.
+
+Options:
+  --full   run a complete reconciliation first (progress on a terminal; Ctrl-C stops it cleanly and
+           the next run resumes), then answer
 
 Exit status:
   0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
@@ -20,50 +29,81 @@ Exit status:
   3  could not check: unreachable, login refused, missing privilege, bad arguments (never 0, 1 or 2)
 
 The status word is subagent_context_health()'s status column, the one verdict that the report, the
-metrics and the dashboard also show: healthy, idle, shortfall, not_activated, trigger_missing,
-trigger_disabled, not_installed.
+metrics and the dashboard also show: ${HEALTH_STATUSES.join(', ')}.
 
---json prints one object: status, installed_version, package_version, activated, capture_since, backfill_through, shortfall, excess,
-last_observed_at, trigger_enabled, failures, collisions, stats. See docs/health.md.
+--json prints one object: status, installed_version, activated, capture_since, backfill_through,
+shortfall, excess, last_observed_at, trigger_enabled, failures, collisions, reconciled_at, stats,
+upgrade_available. See docs/health.md.
 
 Examples:
   subagent-context health
   subagent-context health --json | jq .shortfall
-  subagent-context health || subagent-context repair`,
+  subagent-context health --full
+  subagent-context health; [ $? -eq 1 ] && subagent-context repair   # repair on a shortfall only`,
+  options: { full: { type: 'boolean' } },
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      if (ctx.args.full) await fullReconciliation(client, ctx);
       const report = await healthReport(client, ctx.schema);
-      const { status, exitCode, health, stats } = report;
-      if (ctx.json) {
-        printJson({ ...health, stats, upgrade_available: report.upgradeAvailable });
-        return exitCode;
+      try {
+        return answer(report, ctx);
+      } finally {
+        // Background work for the next call, after the verdict is out; its faults are not this check's.
+        if (report.health.activated && !ctx.args.full) await reconcileFor(client, ctx.schema, BACKGROUND_MS).catch(() => null);
       }
-      // Escaped before it is painted: safe() after the colour would show the colour codes as text.
-      const shown = safe(status);
-      const word = exitCode === 0 ? green(shown) : exitCode === 1 ? red(shown) : yellow(shown);
-      console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${word}`);
-      console.log(`  ${STATUSES[status].advice(ctx.schema, health.shortfall)}`);
-      if (status === 'not_installed') return exitCode;
-      const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
-      const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
-      console.log();
-      console.log(keyValues([
-        ['shortfall', health.shortfall === null ? n(null)
-          : `${health.shortfall}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
-        ['excess', health.excess === null ? n(null)
-          : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
-        ['last observed', safe(health.last_observed_at ?? (health.activated ? 'none since activation' : '-'))],
-        ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
-        ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
-        ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
-        ['failures', health.failures === null ? n(null)
-          : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
-        ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
-        ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
-          (report.upgradeAvailable ? ': the package is newer than the installation, run `subagent-context up`' : '')],
-        ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
-      ]));
-      return exitCode;
     });
   },
 };
+
+/** How long `health` gives the reconciliation after answering. */
+const BACKGROUND_MS = 1000;
+
+async function fullReconciliation(client: Client, ctx: CommandContext): Promise<void> {
+  if (!(await healthInstalled(client, ctx.schema))) return;
+  const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+    describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
+      'and the next `subagent-context health --full` (or the next health check) resumes it.',
+  }, () => reconcileAll(client, ctx.schema, ctx.json ? undefined : process.stderr));
+  if (last.status === 'read_only') {
+    console.error('health --full: this server is read-only (a standby): it cannot run a reconciliation; the answer below is ' +
+      'what the primary last recorded. Run `subagent-context health --full` against the primary.');
+  } else if (last.status === 'busy') {
+    console.error('health --full: another session is reconciling this schema right now; the answer below is from its last completed run.');
+  }
+}
+
+function answer(report: HealthReport, ctx: CommandContext): number {
+  const { status, exitCode, health, stats } = report;
+  if (ctx.json) {
+    printJson({ ...health, stats, upgrade_available: report.upgradeAvailable });
+    return exitCode;
+  }
+  // Escaped before it is painted: safe() after the colour would show the colour codes as text.
+  const shown = safe(status);
+  const word = exitCode === 0 ? green(shown) : exitCode === 1 ? red(shown) : yellow(shown);
+  console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${word}`);
+  console.log(`  ${STATUSES[status].advice(ctx.schema, health.shortfall)}`);
+  if (status === 'not_installed' || status === 'trigger_orphaned') return exitCode;
+  const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
+  const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
+  console.log();
+  console.log(keyValues([
+    ['shortfall', health.shortfall === null ? n(null)
+      : `${health.shortfall}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
+    ['excess', health.excess === null ? n(null)
+      : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
+    ['last observed', safe(health.last_observed_at ?? (health.activated ? 'none since activation' : '-'))],
+    ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
+    ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
+    ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
+    ['failures', health.failures === null ? n(null)
+      : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
+    ['reconciled', health.reconciled_at === null ? (health.activated ? 'no complete reconciliation yet (run `subagent-context health --full`)' : '-')
+      : `${safe(health.reconciled_at)} (history before it compared then; only later writes compared now)`],
+    ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
+    ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
+      (report.upgradeAvailable ? ': the package is newer than the installation, run `subagent-context up`' : '')],
+    ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
+  ]));
+  return exitCode;
+}

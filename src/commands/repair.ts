@@ -20,11 +20,21 @@ Example:
   subagent-context health || subagent-context repair`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      const { rows } = await cancelOnInterrupt(client, ctx.databaseUrl!, {
-        describe: async () => 'repair is one statement and it was rolled back: it stored no row; ' +
-          'run `subagent-context repair` again to store the missing rows.',
-      }, () => client.query(`SELECT repaired::float8 AS repaired FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`));
-      const repaired = rows[0].repaired as number;
+      // In batches, each its own short transaction, so that a live write of a key being repaired waits
+      // at most one batch (docs/reliability.md); a batch that stores nothing ends it (what is left cannot
+      // be repaired: see below).
+      const repaired = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: async () => 'repair stopped: the batches that had committed keep their rows, the one running was rolled back; ' +
+          'run `subagent-context repair` again to store the rest.',
+      }, async () => {
+        let total = 0;
+        for (;;) {
+          const { rows: [batch] } = await client.query(
+            `SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`);
+          total += batch.repaired;
+          if (batch.repaired === 0 || batch.remaining === 0) return total;
+        }
+      });
       const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
       if (ctx.json) printJson({ repaired, shortfall });
       else {

@@ -1,0 +1,33 @@
+-- The reconciliation's record (data layer: kept across upgrades, and by pg_dump / pg_restore). Internal;
+-- operators may read it (docs/health.md#reconciliation). A reconciliation compares every qualifying message
+-- created since capture_since with the rows, in bounded steps (reconcile.sql), and records here what it
+-- compared, up to where and when, and the (session, tool call) keys it found missing or in excess.
+-- Health then re-checks the recorded missing keys and compares only what was written since the newest
+-- completed reconciliation started, so its cost does not grow with history.
+CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliations (
+  id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  capture_since     timestamp(6) NOT NULL,  -- the activation it compared from: another key invalidates it
+  started_at        timestamp(6) NOT NULL,  -- its end of history: messages created before this are compared
+  method            text NOT NULL,          -- the code layer that compared (its digest): another release recompares
+  compared_through  timestamp(6) NOT NULL,  -- messages created in [capture_since, compared_through) are done
+  messages_compared bigint NOT NULL DEFAULT 0,
+  steps             integer NOT NULL DEFAULT 0,
+  updated_at        timestamp(6) NOT NULL,
+  completed_at      timestamp(6)
+);
+
+CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliation_keys (
+  reconciliation_id bigint NOT NULL
+                    REFERENCES @extschema@.subagent_context_reconciliations (id) ON DELETE CASCADE,
+  kind              text NOT NULL CHECK (kind IN ('missing', 'excess')),
+  task_session_id   text NOT NULL,
+  tool_call_id      text NOT NULL
+);
+-- One entry per key and kind. The ids are agent-written text of any length (a btree entry holds ~2.7 kB),
+-- so the key is unique by a digest of them.
+CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_reconciliation_keys_key
+  ON @extschema@.subagent_context_reconciliation_keys
+     (reconciliation_id, kind, md5(task_session_id || E'\x1f' || tool_call_id));
+
+REVOKE ALL ON @extschema@.subagent_context_reconciliations FROM PUBLIC;
+REVOKE ALL ON @extschema@.subagent_context_reconciliation_keys FROM PUBLIC;
