@@ -1,12 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// The tests that are about the host (capture, backfill, health, hostile input, concurrency, table
-// adoption) run twice: on the minimal host of SPEC §2 and on the tables as kandev 0.91's fresh boot
-// leaves them (kandev/schema/kandev-0.91.sql). test/helpers/database.ts reads the project's hostShape.
-const HOST_FACING = [
-  'capture-async-launched', 'merge-rules', 'kind-transitions', 'execution-identity', 'never-breaks',
-  'backfill-derivation', 'health', 'concurrency', 'table-adoption', 'prefilter', 'non-subagent-writes',
-].map((f) => `test/${f}.test.ts`);
+// The tests about the host (capture, backfill, health, hostile input, concurrency, table adoption) live
+// in test/host/ and run twice: on the minimal host and on the tables as kandev 0.91's fresh boot leaves
+// them (kandev/schema/kandev-0.91.sql). test/helpers/database.ts reads the project's hostShape.
 
 export default defineConfig({
   test: {
@@ -25,7 +21,7 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { extends: true, test: { name: 'minimal', include: ['test/**/*.test.ts'], provide: { hostShape: 'minimal' } } },
-      { extends: true, test: { name: 'kandev-0.91', include: HOST_FACING, provide: { hostShape: 'kandev-0.91' } } },
+      { extends: true, test: { name: 'kandev-0.91', include: ['test/host/**/*.test.ts'], provide: { hostShape: 'kandev-0.91' } } },
     ],
   },
 });

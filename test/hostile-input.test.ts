@@ -241,7 +241,7 @@ describe('a hostile metadata corpus', () => {
     expect(counted('skipped')).toBeGreaterThan(10);
     expect(counted('failed')).toBe(2);
     // An escaped kind qualifies here because the document still spells subagent_task literally (its
-    // subagent_task key); a document that never spells it does not (test/prefilter.test.ts). The
+    // subagent_task key); a document that never spells it does not (test/host/prefilter.test.ts). The
     // upper-case kind does not.
     const byLabel = (l: string) => firstOutcome(corpus.findIndex((c) => c.label === l));
     expect(byLabel('kind = "subagent\\u005ftask"')).toBe('persisted');

@@ -3,7 +3,7 @@
 // paths call. Pin the three together input by input, pin what the filter lets through (the literal
 // subagent_task, one pass), and pin that an escaped spelling is no subagent write on any path.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase } from '../helpers/database.js';
 
 const db = await freshDatabase('prefilter', { from: 'installed' });
 

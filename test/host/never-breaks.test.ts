@@ -8,9 +8,9 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { freshDatabase } from './helpers/database.js';
-import { createHostTables, createTurn, subagentMetadata } from '../kandev/host.js';
-import { up } from '../src/install.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createHostTables, createTurn, subagentMetadata } from '../../kandev/host.js';
+import { up } from '../../src/install.js';
 import { sqlFile } from '#sql';
 
 const db = await freshDatabase('never_breaks');

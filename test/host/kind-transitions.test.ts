@@ -1,8 +1,8 @@
 // SPEC §2/§6: a message's kind changes over its life, and host rows get deleted. The row appears when a
 // message becomes subagent_task, and stays through every later change except the deletion of its session.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../kandev/host.js';
 
 const db = await freshDatabase('kind_transitions', { from: 'installed' });
 const pool = db.pool;

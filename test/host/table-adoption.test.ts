@@ -3,10 +3,10 @@
 // shape with an error naming the difference, changing nothing. Each scenario has its own schema.
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
-import { migrate } from '../src/install.js';
-import { KEY_COLUMNS as KEY, SUBAGENT_KEY, SUBAGENT_TABLE } from './model/subagent-table.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata } from '../../kandev/host.js';
+import { migrate } from '../../src/install.js';
+import { KEY_COLUMNS as KEY, SUBAGENT_KEY, SUBAGENT_TABLE } from '../model/subagent-table.js';
 
 const db = await freshDatabase('table_adoption');
 const pool = db.pool;

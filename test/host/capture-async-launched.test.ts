@@ -1,7 +1,7 @@
 // The most common shape (75% of real traffic): a Claude background dispatch that never reports usage.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata } from '../../kandev/host.js';
 
 const db = await freshDatabase('async_launched', { from: 'installed' });
 

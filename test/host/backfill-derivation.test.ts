@@ -2,10 +2,10 @@
 // live capture: one row per (session, tool call) from the newest message, source 'backfill',
 // execution 'unknown' unless the metadata names one, and a row that already exists always wins.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
-import { backfill } from '../src/install.js';
-import { ROW_COLUMNS as ROWS, selectList } from './model/subagent-table.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata } from '../../kandev/host.js';
+import { backfill } from '../../src/install.js';
+import { ROW_COLUMNS as ROWS, selectList } from '../model/subagent-table.js';
 
 const db = await freshDatabase('backfill_derivation');
 

@@ -3,8 +3,8 @@
 // A row never changes its execution; a late frame of an old execution must not touch a newer one's row.
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../kandev/host.js';
 
 const db = await freshDatabase('execution_identity', { from: 'installed' });
 const pool = db.pool;

@@ -1,8 +1,8 @@
 // SPEC §6: every merge rule of the single INSERT … ON CONFLICT DO UPDATE, one at a time, through the real
 // trigger on real message INSERTs and UPDATEs, asserting every column of the derived row.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { createTurn, insertMessage, subagentMetadata, updateMessage, type SubagentFrame } from '../kandev/host.js';
+import { freshDatabase } from '../helpers/database.js';
+import { createTurn, insertMessage, subagentMetadata, updateMessage, type SubagentFrame } from '../../kandev/host.js';
 
 const db = await freshDatabase('merge_rules', { from: 'installed' });
 const pool = db.pool;

@@ -2,9 +2,9 @@
 // whatever excess exists; the CLI's exit status is 0 healthy/idle, 1 shortfall, 2 not activated or
 // trigger off; repair brings the shortfall back to 0 without touching existing rows.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { builtCli, runCli, type CliResult } from './helpers/cli.js';
-import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../kandev/host.js';
+import { freshDatabase } from '../helpers/database.js';
+import { builtCli, runCli, type CliResult } from '../helpers/cli.js';
+import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../../kandev/host.js';
 import { PACKAGE_VERSION } from '#sql';
 
 const db = await freshDatabase('health');

@@ -5,8 +5,8 @@
 // an entry added for an intermediate row version counts too). A subagent write in the same
 // transaction moves both, so the test can fail.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
-import { planTraffic, executeWrite, createSessionRows, createTurnRow, TOOL_KINDS, type Write } from '../kandev/traffic.js';
+import { freshDatabase } from '../helpers/database.js';
+import { planTraffic, executeWrite, createSessionRows, createTurnRow, TOOL_KINDS, type Write } from '../../kandev/traffic.js';
 
 const db = await freshDatabase('non_subagent_writes');
 await db.createHost();

@@ -2,9 +2,9 @@
 // key give one row whatever the commit order, and writers of different keys never lose each other's rows").
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { freshDatabase, type Notice } from './helpers/database.js';
-import { createTurn, subagentMetadata, type SubagentFrame } from '../kandev/host.js';
-import { seededRandom } from '../kandev/random.js';
+import { freshDatabase, type Notice } from '../helpers/database.js';
+import { createTurn, subagentMetadata, type SubagentFrame } from '../../kandev/host.js';
+import { seededRandom } from '../../kandev/random.js';
 
 const db = await freshDatabase('concurrency', { from: 'installed' });
 
