@@ -1,12 +1,17 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
-// The tests about the host (capture, backfill, health, hostile input, concurrency, table adoption) live
-// in test/host/ and run twice: on the minimal host and on the tables as kandev 0.91's fresh boot leaves
-// them (kandev/schema/kandev-0.91.sql). test/helpers/database.ts reads the project's hostShape.
+// Three projects, chosen by folder (test/README.md):
+//   unit         test/unit/: pure modules, no database, no global setup: `npm run test:unit` in seconds;
+//   minimal      every other test file, on the minimal host (kandev/host.ts HOST_SHAPES);
+//   kandev-0.91  test/host/ once more, on the tables as kandev 0.91's fresh boot leaves them
+//                (kandev/schema/kandev-0.91.sql): the files about the host (capture, backfill, health,
+//                hostile input, concurrency, table adoption). test/helpers/database.ts reads hostShape.
+// The database projects name the global setup themselves, so a unit-only run starts no server; when
+// both run, test/setup/postgres.ts starts the one server for both.
+const DATABASE = ['test/setup/postgres.ts'];
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/setup/postgres.ts'],
     // Every file gets its own database (a template clone). Three files at a time: most of a file's time
     // is spent waiting on PostgreSQL or a child process, so a third worker fills a 2-core machine's idle
     // time without starving it.
@@ -20,8 +25,11 @@ export default defineConfig({
     hookTimeout: 120_000,
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'minimal', include: ['test/**/*.test.ts'], provide: { hostShape: 'minimal' } } },
-      { extends: true, test: { name: 'kandev-0.91', include: ['test/host/**/*.test.ts'], provide: { hostShape: 'kandev-0.91' } } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'minimal', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/unit/**'],
+        globalSetup: DATABASE, provide: { hostShape: 'minimal' } } },
+      { extends: true, test: { name: 'kandev-0.91', include: ['test/host/**/*.test.ts'],
+        globalSetup: DATABASE, provide: { hostShape: 'kandev-0.91' } } },
     ],
   },
 });

@@ -1,15 +1,14 @@
 // The topology parts that every server can check (the Citus cluster itself: test/citus.test.ts):
 // - subagent_context_topology() names the layout the report and the Citus code layer go by;
 // - sql/citus.sql's list of table-reading SQL functions is complete, and the PL/pgSQL versions it makes
-//   answer exactly as the SQL ones (applied here, on a plain server, by forcing its conversion);
-// - splitStatements (the migrations send every statement alone) keeps what hides a semicolon together.
+//   answer exactly as the SQL ones (applied here, on a plain server, by forcing its conversion).
+// splitStatements, which the migrations rely on for Citus, is tested alone: test/unit/statements.test.ts.
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { splitStatements } from '../sql/statements.js';
 
 const db = await freshDatabase('topology');
 const citusSql = readFileSync(join(PACKAGE_ROOT, 'sql', 'citus.sql'), 'utf8');
@@ -81,23 +80,5 @@ describe("sql/citus.sql: SQL functions that read tables become PL/pgSQL on Citus
     expect(sql.missing).toMatchObject({ shortfall: 1n, status: 'shortfall' });  // the comparison is not vacuous
     expect(sql.repaired.repaired).toBe(1n);
     expect(plpgsql).toEqual(sql);
-  });
-});
-
-describe('splitStatements', () => {
-  it('splits at top-level semicolons only', () => {
-    const text = [
-      `-- a comment; with a semicolon`,
-      `CREATE FUNCTION f() RETURNS text LANGUAGE plpgsql AS $body$ BEGIN RETURN 'a;b'; END $body$;`,
-      `SELECT 'it''s; fine', E'back\\'slash;', "odd;name" FROM t; /* block; /* nested; */ still; */`,
-      `DO $$ BEGIN PERFORM 1; END $$;`,
-      `SELECT $1::text`,
-    ].join('\n');
-    expect(splitStatements(text)).toEqual([
-      `-- a comment; with a semicolon\nCREATE FUNCTION f() RETURNS text LANGUAGE plpgsql AS $body$ BEGIN RETURN 'a;b'; END $body$;`,
-      `SELECT 'it''s; fine', E'back\\'slash;', "odd;name" FROM t;`,
-      `/* block; /* nested; */ still; */\nDO $$ BEGIN PERFORM 1; END $$;`,
-      `SELECT $1::text`,
-    ]);
   });
 });

