@@ -3,12 +3,9 @@
 import type pg from 'pg';
 import { executeWrite, createSessionRows, createTurnRow, deleteSession, type PlannedSession, type Write } from '../kandev/traffic.js';
 import { writeWithKandevWriter } from '../kandev/writer.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 export type WriteMode = 'messages' | 'kandev-writer';
-
-function utcNow(): string {
-  return new Date().toISOString().replace('T', ' ').replace('Z', '');
-}
 
 /** The session, task and turn rows (not timed by the cases). */
 export async function createRows(c: pg.ClientBase, s: PlannedSession): Promise<void> {
@@ -24,7 +21,7 @@ export async function writeSession(c: pg.ClientBase, s: PlannedSession, mode: Wr
   for (const t of s.turns) {
     for (const w of t.writes) {
       if (!keep(w)) continue;
-      const at = utcNow();
+      const at = utcTimestamp();
       if (w.op === 'insert') created.set(w.message, at);
       const target = { schema: 'public', session: s.session, task: s.task, turn: t.id, at };
       if (mode === 'kandev-writer') {

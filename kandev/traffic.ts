@@ -29,6 +29,7 @@ import { goMarshal } from './gojson.js';
 import type { SubagentRow } from './subagent-row.js';
 import { quoteIdent } from '#sql';
 import { payloadSize, sourceText, stdoutText, htmlText, diffText, shellCommand, prose, pick, FILES, IDENT } from './payloads.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 export const SHAPE = {
   sessions: 38,
@@ -583,7 +584,7 @@ export async function deleteSession(client: pg.ClientBase, schema: string, sessi
 }
 
 function historyTime(base: number, step: number): string {
-  return new Date(base + step * 1000).toISOString().replace('T', ' ').replace('Z', '');
+  return utcTimestamp(base + step * 1000);
 }
 
 const writeCount = (sessions: PlannedSession[]) => sessions.reduce((n, s) => n + s.turns.reduce((m, t) => m + t.writes.length, 0), 0);

@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { quoteIdent } from '#sql';
 import { executeWrite, isTerminal, type Write, type WriteTarget } from './traffic.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 /** kandev's upsert into its own table: one prepared statement. */
 export function kandevUpsert(schema: string) {
@@ -40,17 +41,13 @@ export function kandevUpsert(schema: string) {
   };
 }
 
-function utcNow(): string {
-  return new Date().toISOString().replace('T', ' ').replace('Z', '');
-}
-
 /**
  * One planned write as kandev with its own writer issues it: the message write (its own transaction or
  * autocommit, executeWrite), then, for a qualifying subagent frame, the upsert as a second autocommit
  * statement. `createdAt` is the message's creation time (observed_at), known to kandev from the row.
  */
 export async function writeWithKandevWriter(client: pg.ClientBase, w: Write, t: WriteTarget & { createdAt?: string }): Promise<void> {
-  const at = t.at ?? utcNow();
+  const at = t.at ?? utcTimestamp();
   await executeWrite(client, w, { ...t, at });
   if (w.op === 'complete_pending' || w.op === 'delete_message' || !w.qualifies || !w.subagent || w.noIdentity) return;
   const v = w.subagent;

@@ -6,6 +6,7 @@ import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from './db.js';
 import { safe } from './output.js';
 import { statusFacts } from './status.js';
+import { utcTimestamp } from './timestamp.js';
 
 /**
  * The windowed panels, each one file taking $1 (since) and $2 (until): those Grafana also shows live in
@@ -117,7 +118,7 @@ export function parseWhen(flag: 'since' | 'until', value: string, now = new Date
     throw new UserError(`--${flag} must be a date (2026-08-01), a date and time in UTC (2026-08-01T09:30, or with Z or ` +
       `an offset like +02:00) or a time ago like 30m, 12h, 7d or 2w; got "${safe(value)}".`);
   }
-  return new Date(t).toISOString().replace('T', ' ').replace('Z', '');
+  return utcTimestamp(t);
 }
 
 export function parseWindow(since: string | undefined, until: string | undefined, now = new Date()): ReportWindow {

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { createHostTables, subagentMetadata } from '../kandev/host.js';
 import { up } from '../src/install.js';
 import { builtCli, runCli } from './helpers/cli.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const URL_ = process.env.CITUS_COORDINATOR_URL;
 if (!URL_) {
@@ -115,7 +116,7 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
       await q(`UPDATE ${S}.task_session_messages SET metadata = $2, updated_at = $4::timestamp
                 WHERE task_session_id = $1 AND id = $3`,
         [s, subagentMetadata({ tool_call_id: 'call-live', status: 'completed', subagent: { subagent_type: 'reviewer', status: 'completed', total_tokens: 7 } }), `m-live-${i}`,
-         new Date(Date.now() + 1000).toISOString().replace('T', ' ').replace('Z', '')]);
+         utcTimestamp(Date.now() + 1000)]);
     }
     const live = (await rows()).filter((r) => r.tool_call_id === 'call-live');
     expect(live).toEqual(sessions.map((s) => ({ task_session_id: s, tool_call_id: 'call-live', agent_execution_id: 'unknown',
@@ -190,7 +191,7 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
       w.on('notice', () => {});
       return w;
     }));
-    const stamp = (n: number) => new Date(Date.now() + n).toISOString().replace('T', ' ').replace('Z', '');
+    const stamp = (n: number) => utcTimestamp(Date.now() + n);
     try {
       await Promise.all(writers.map(async (w, i) => {
         for (let k = 0; k < 10; k++) {

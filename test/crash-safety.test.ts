@@ -15,6 +15,7 @@ import { startOwnServer, urlFor } from './helpers/database.js';
 import { MIGRATIONS } from './helpers/migrations.js';
 import { captureTrigger } from './helpers/catalog.js';
 import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -208,7 +209,7 @@ describe('SIGKILL in the middle of concurrent capture', () => {
     const acknowledged = new Set<string>();  // calls whose final frame's COMMIT returned
     let commits = 0;
     let killing: Promise<void> | undefined;
-    const now = () => new Date().toISOString().replace('T', ' ').replace('Z', '');
+    const now = () => utcTimestamp();
     async function writer(w: number) {
       const c = await connect();
       try {

@@ -9,6 +9,7 @@ import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata 
 import { backfill } from '../src/install.js';
 import { quoteIdent } from '#sql';
 import { uninstallCommand } from '../src/commands/uninstall.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const db = await freshDatabase('never_duplicates');
 const pool = db.pool;
@@ -80,7 +81,7 @@ describe('repair', async () => {
   const t = await kandevWroteTwo('repair');
   await db.up('repair');
   // Written since activation by a writer whose triggers do not fire; one of them kandev recorded itself.
-  const late = new Date(Date.now() + 60_000).toISOString().replace('T', ' ').replace('Z', '');
+  const late = utcTimestamp(Date.now() + 60_000);
   const w = await db.connect();
   await w.query('SET session_replication_role = replica');
   for (const n of [3, 4]) {

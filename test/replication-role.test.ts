@@ -8,13 +8,14 @@ import { freshDatabase } from './helpers/database.js';
 import { captureTrigger } from './helpers/catalog.js';
 import { codeSql } from '#sql';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const db = await freshDatabase('replication_role', { from: 'installed' });
 const pool = db.pool;
 
 /** A UTC wall-clock time after activation (health only compares messages created since capture_since). */
 function utcNow(offsetMs = 0) {
-  return new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
+  return utcTimestamp(Date.now() + offsetMs);
 }
 
 let replica: pg.Client;

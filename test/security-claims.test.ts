@@ -5,11 +5,12 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const db = await freshDatabase('security_claims', { from: 'host' });
 const pool = db.pool;
 
-const utcNow = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
+const utcNow = (offsetMs = 0) => utcTimestamp(Date.now() + offsetMs);
 
 /** JSON nested `depth` levels deep around the word subagent_task: passes the prefilter, overflows a parser. */
 const deep = (depth: number) => '['.repeat(depth) + '"subagent_task"' + ']'.repeat(depth);

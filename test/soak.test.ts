@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { seededRandom } from '../kandev/random.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const FRAMES = Number(process.env.SOAK_FRAMES ?? 10_000);
 const CONNECTIONS = 32;
@@ -68,7 +69,7 @@ function plan() {
   const rand = prng(20260812);
   const base = Date.now() + 60_000;  // after activation: health compares messages created since then
   let tick = 0;
-  const at = () => new Date(base + tick++).toISOString().replace('T', ' ').replace('Z', '');
+  const at = () => utcTimestamp(base + tick++);
   const units: Unit[][] = Array.from({ length: CONNECTIONS }, () => []);
   const expected = new Map<string, Expected>();  // committed qualifying calls with identity
   let frames = 0;

@@ -10,6 +10,7 @@ import { MIGRATIONS } from './helpers/migrations.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { readInstalledCode } from '../src/install.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 const db = await freshDatabase('upgrade');
 const pool = db.pool;
@@ -44,7 +45,7 @@ describe.each(RELEASES)('from $version ($commit)', async (release) => {
   await call(schema, 'hist', '2026-08-01 08:00:00', 'completed', 100);
   const applied = await installRelease(release, db.url, schema);
   // Written after activation, as kandev writes: created_at is the UTC wall clock of the write.
-  const utcNow = () => new Date().toISOString().replace('T', ' ').replace('Z', '');
+  const utcNow = () => utcTimestamp();
   await call(schema, 'live', utcNow(), 'pending');
   await updateMessage(pool, schema, 'msg-live', subagentMetadata({ tool_call_id: 'toolu_live', status: 'in_progress',
     subagent: { subagent_type: 'explorer', status: 'async_launched', is_async: true } }), utcNow());

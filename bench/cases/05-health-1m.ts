@@ -3,10 +3,7 @@
 // the recent window's plan, and how many entries health's index holds per subagent-call message.
 import { QUICK, open, order, summary, now, type BenchCase } from '../harness.js';
 import { largeStores, STORE_BASE, STORE_SIZES } from '../stores.js';
-
-function ts(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-}
+import { utcTimestamp } from '../../src/timestamp.js';
 
 const kase: BenchCase = {
   id: '05-health-1m',
@@ -23,7 +20,7 @@ const kase: BenchCase = {
     const store = stores[stores.length - 1];
     const c = await open(store.url);
     const full = STORE_BASE;
-    const recent = ts(Date.parse(STORE_BASE.replace(' ', 'T') + 'Z') + Math.floor(store.size * 0.99) * 1000);
+    const recent = utcTimestamp(Date.parse(STORE_BASE.replace(' ', 'T') + 'Z') + Math.floor(store.size * 0.99) * 1000);
     const windows = { full, recent } as const;
     const ms: Record<keyof typeof windows, number[]> = { full: [], recent: [] };
     const last: Record<string, Record<string, number>> = {};
