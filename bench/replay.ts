@@ -1,7 +1,8 @@
 // Writing planned traffic for a case: one session's writes (filtered), either as kandev writes its
 // messages (the trigger does the rest, or nothing is captured) or with kandev's own subagent writer.
 import type pg from 'pg';
-import { executeWrite, createSessionRows, createTurnRow, deleteSession, type PlannedSession, type Write } from '../kandev/traffic.js';
+import type { PlannedSession, Write } from '../kandev/traffic-plan.js';
+import { executeWrite, createSessionRows, createTurnRow, deleteSession } from '../kandev/traffic-write.js';
 import { writeWithKandevWriter } from '../kandev/writer.js';
 import { utcTimestamp } from '../src/timestamp.js';
 

@@ -8,7 +8,8 @@
 //   sessions (INSERT ... SELECT over generate_series), so its mix is the model's mix.
 import type pg from 'pg';
 import { createHostTables, createKandevSubagentTable } from '../kandev/host.js';
-import { planTraffic, writeHistory, type TrafficPlan, type Write, type PlannedSession, type PlannedTurn } from '../kandev/traffic.js';
+import { planTraffic, type TrafficPlan, type Write, type PlannedSession, type PlannedTurn } from '../kandev/traffic-plan.js';
+import { writeHistory } from '../kandev/traffic-write.js';
 import { up } from '../src/install.js';
 import { QUICK, open, log, type Context } from './harness.js';
 

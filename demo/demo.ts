@@ -4,7 +4,8 @@ import { binariesFor, startEmbeddedPostgres, type EmbeddedServer } from './embed
 import { createHostTables } from '../kandev/host.js';
 import { up, failIfBackfillFailed } from '../src/install.js';
 import { healthReport } from '../src/health.js';
-import { planTraffic, writeHistory, replayLive } from '../kandev/traffic.js';
+import { planTraffic } from '../kandev/traffic-plan.js';
+import { writeHistory, replayLive } from '../kandev/traffic-write.js';
 import { readReport, renderText } from '../src/report.js';
 import { UserError } from '../src/db.js';
 import { printJson, bold, dim, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';

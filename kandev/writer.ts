@@ -7,7 +7,9 @@
 import type pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { quoteIdent } from '#sql';
-import { executeWrite, isTerminal, type Write, type WriteTarget } from './traffic.js';
+import { executeWrite, type WriteTarget } from './traffic-write.js';
+import type { Write } from './traffic-plan.js';
+import { isTerminalToolStatus } from '../src/constants.js';
 import { utcTimestamp } from '../src/timestamp.js';
 
 /** kandev's upsert into its own table: one prepared statement. */
@@ -55,6 +57,6 @@ export async function writeWithKandevWriter(client: pg.ClientBase, w: Write, t: 
     ...kandevUpsert(t.schema),
     values: [randomUUID(), t.session, t.task, t.turn, v.tool_call_id, v.parent_tool_call_id, v.subagent_type, v.description,
       v.agent_id, v.child_session_id, v.model, v.agent_status, v.tool_status, v.is_async, v.total_tokens, v.tool_use_count,
-      v.duration_ms, t.createdAt ?? at, isTerminal(v.tool_status) ? at : null, at],
+      v.duration_ms, t.createdAt ?? at, isTerminalToolStatus(v.tool_status) ? at : null, at],
   });
 }

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
-import { planTraffic, namedExecutionWrites, SHAPE } from '../kandev/traffic.js';
+import { planTraffic, SHAPE } from '../kandev/traffic-plan.js';
+import { namedExecutionWrites } from '../kandev/traffic-write.js';
 import type { Report } from '../src/report.js';
 
 /** The one JSON object `demo --json` prints (the parts this test reads). */

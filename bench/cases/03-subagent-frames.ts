@@ -4,7 +4,7 @@
 import { QUICK, alternate, ratios, perUnit, measure, openEach, openMany, closeAll, each, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, isSubagentFrame, type WriteMode } from '../replay.js';
-import type { PlannedSession } from '../../kandev/traffic.js';
+import type { PlannedSession } from '../../kandev/traffic-plan.js';
 
 const VARIANTS = ['trigger', 'writer'] as const;
 const MODE: Record<typeof VARIANTS[number], WriteMode> = { trigger: 'messages', writer: 'kandev-writer' };

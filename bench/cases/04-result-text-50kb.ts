@@ -7,7 +7,7 @@ import { createRows, writeSession, type WriteMode } from '../replay.js';
 import { goMarshal } from '../../kandev/gojson.js';
 import { prose } from '../../kandev/payloads.js';
 import { seededRandom } from '../../kandev/random.js';
-import { SHAPE, type PlannedSession, type Write } from '../../kandev/traffic.js';
+import { SHAPE, type PlannedSession, type Write } from '../../kandev/traffic-plan.js';
 
 const VARIANTS = ['trigger', 'writer'] as const;
 const MODE: Record<typeof VARIANTS[number], WriteMode> = { trigger: 'messages', writer: 'kandev-writer' };

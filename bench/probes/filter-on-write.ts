@@ -7,7 +7,7 @@
 // `npm run build && node dist/bench/probes/filter-on-write.js` (DATABASE_URL, default the local server;
 // STORAGE=external, see below)
 import pg from 'pg';
-import { planTraffic } from '../../kandev/traffic.js';
+import { planTraffic } from '../../kandev/traffic-plan.js';
 
 const ROWS = 4000;
 const ROUNDS = Number(process.env.ROUNDS ?? 5);

@@ -3,7 +3,7 @@
 // 0.3-20 KB). Each candidate runs over the same documents, in rounds, order alternating; reported as
 // ns per document over a baseline that evaluates nothing. `npm run build && node dist/bench/probes/filter-spellings.js`
 import pg from 'pg';
-import { planTraffic } from '../../kandev/traffic.js';
+import { planTraffic } from '../../kandev/traffic-plan.js';
 
 const docs: string[] = [];
 const subagent: string[] = [];

@@ -4,7 +4,7 @@
 -- with kandev's metadata expression indexes and the duplicates its migrations left behind.
 -- A fixture for tests, the demo and benchmarks; the product never creates host tables.
 -- Every column this project does not read has a default, so the fixture's own writers (kandev/host.ts,
--- kandev/traffic.ts) and the tests can name only the columns they care about.
+-- kandev/traffic-write.ts) and the tests can name only the columns they care about.
 -- @extschema@ is replaced with the target schema by the loader.
 
 CREATE TABLE IF NOT EXISTS @extschema@.kandev_meta (

@@ -6,7 +6,8 @@
 // transaction moves both, so the test can fail.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';
-import { planTraffic, executeWrite, createSessionRows, createTurnRow, TOOL_KINDS, type Write } from '../../kandev/traffic.js';
+import { planTraffic, TOOL_KINDS, type Write } from '../../kandev/traffic-plan.js';
+import { executeWrite, createSessionRows, createTurnRow } from '../../kandev/traffic-write.js';
 
 const db = await freshDatabase('non_subagent_writes');
 await db.createHost();
