@@ -14,3 +14,6 @@ DO $counters$ BEGIN
 END $counters$;
 DELETE FROM @extschema@.kandev_meta
  WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through');
+-- The reconciliation's record describes the activation that ends here (health reads it only for the
+-- capture_since it compared from): it goes with the keys. The rows and the failure log stay.
+DROP TABLE IF EXISTS @extschema@.subagent_context_reconciliation_keys, @extschema@.subagent_context_reconciliations;

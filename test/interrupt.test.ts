@@ -91,7 +91,7 @@ describe('Ctrl-C cancels the server-side statement', () => {
     expect(again.backfill.status).toBe('activated');
   });
 
-  it('repair: exit 130, no row stored', async () => {
+  it('repair: exit 130, the running batch rolled back (no row stored)', async () => {
     const t = await withHistory('rp');
     await db.up('rp');
     await db.query('ALTER TABLE rp.task_session_messages DISABLE TRIGGER subagent_context_capture');
@@ -102,8 +102,8 @@ describe('Ctrl-C cancels the server-side statement', () => {
     const r = await interruptWhileBlocked(['repair', '--schema', 'rp'], 'LOCK TABLE rp.task_session_subagents IN SHARE MODE');
     expect(r.code).toBe(130);
     expect(r.left).toEqual([]);
-    expect(r.stderr.trim().split('\n').at(-1)).toBe('repair is one statement and it was rolled back: it stored no row; ' +
-      'run `subagent-context repair` again to store the missing rows.');
+    expect(r.stderr.trim().split('\n').at(-1)).toBe('repair stopped: the batches that had committed keep their rows, ' +
+      'the one running was rolled back; run `subagent-context repair` again to store the rest.');
     expect(await count('SELECT count(*) AS n FROM rp.task_session_subagents')).toBe(before);
   });
 });

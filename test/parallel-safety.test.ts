@@ -40,12 +40,12 @@ describe('catching parsers never run in a parallel plan', () => {
     expect(rows[0].parsed).toBe(201);
   });
 
-  it("health's window, history rows and the missing-keys query answer", async () => {
-    expect((await c.query(`SELECT shortfall::int, excess::int FROM subagent_context_window('-infinity')`)).rows[0])
-      .toEqual({ shortfall: 0, excess: 0 });
+  it("health's comparison, history rows and the missing-keys query answer", async () => {
+    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_context_compare('-infinity', '-infinity', 'infinity')`)).rows[0].n)
+      .toBe(0);
     expect((await c.query(`SELECT count(*)::int AS n FROM subagent_history_rows(NULL, now()::timestamp)`)).rows[0].n)
       .toBe(200);
-    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_message_keys('-infinity') WHERE complete`)).rows[0].n)
+    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_message_keys('-infinity', 'infinity') WHERE complete`)).rows[0].n)
       .toBe(200);
   });
 });
