@@ -7,7 +7,7 @@
 // 9223372036854775808). The differential generator builds trees and `jsonText()` writes them; the
 // hostile corpus is text, read into a tree by `parseMetadata()`. Either way the model reasons about
 // exactly what was written, with no JSON.parse precision loss.
-import { TERMINAL_TOOL_STATUSES } from '../../src/constants.js';
+import { isTerminalToolStatus } from '../../src/constants.js';
 import type { SubagentColumn } from './subagent-table.js';
 import type { SubagentRow } from '../../kandev/subagent-row.js';
 
@@ -238,10 +238,6 @@ function flag(v: Json | undefined): number {
   return 0;
 }
 
-function isTerminal(status: string | null): boolean {
-  return status !== null && (TERMINAL_TOOL_STATUSES as readonly string[]).includes(status);
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Rows
 
@@ -374,7 +370,7 @@ export class CaptureModel {
       duration_ms: duration === 0n ? null : duration,
       source: 'live',
       observed_at: timestampText(m.created_at),
-      settled_at: isTerminal(toolStatus) ? timestampText(m.updated_at) : null,
+      settled_at: isTerminalToolStatus(toolStatus) ? timestampText(m.updated_at) : null,
       updated_at: timestampText(m.updated_at),
     };
     const isAnomalous = ['total_tokens', 'tool_use_count', 'duration_ms'].some((k) => anomalous(member(st, k)));
