@@ -126,9 +126,10 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   const refreshed = await refreshCode(client, schema);
   const after = await readInstalledCode(client, schema);
   const result = await backfill(client, schema, opts);
-  // Health compares only what was written since the newest reconciliation: complete one now, so that
-  // it is cheap from the start (after a first install there is nothing to compare yet: one step).
-  const reconciliation = result.status === 'failed' ? null : await reconcileAll(client, schema, opts.progress);
+  // Health compares only what was written since the newest reconciliation: make sure one is complete
+  // and recent, so that health is cheap from the start (after a first install there is nothing to compare
+  // yet: one step). Run again within the hour, it finds it current and reads no history.
+  const reconciliation = result.status === 'failed' ? null : await reconcileAll(client, schema, opts.progress, '1 hour');
   return {
     applied: applied.map((m) => m.name),
     /** The release installed before this run (null: none), and now. */

@@ -47,15 +47,16 @@ export async function reconcileFor(client: pg.ClientBase, schema: string, budget
 }
 
 /**
- * A complete reconciliation now: the one in progress, else a new one. Progress on `stream` when it is a
- * terminal. Returns the last step ('completed', or why it could not: 'busy', 'read_only', 'not_activated').
+ * A complete reconciliation: the one in progress, else a new one when the newest completed one started
+ * more than `minAge` ago ('0': now, whatever there is). Progress on `stream` when it is a terminal.
+ * Returns the last step ('completed' or 'current', or why it could not: 'busy', 'read_only', 'not_activated').
  */
-export async function reconcileAll(client: pg.ClientBase, schema: string, stream?: ProgressStream): Promise<ReconcileStep> {
+export async function reconcileAll(client: pg.ClientBase, schema: string, stream?: ProgressStream, minAge = '0'): Promise<ReconcileStep> {
   const shown = stream?.isTTY ? progressStep('reconciliation: comparing history with the rows', { stream, quiet: true }) : undefined;
   try {
     let last: ReconcileStep;
     do {
-      last = await reconcileStep(client, schema, '0');
+      last = await reconcileStep(client, schema, minAge);
     } while (last.status === 'stepped');
     shown?.done(last.status === 'completed'
       ? `${last.messages_compared ?? 0} subagent messages compared, ${last.missing ?? 0} missing` : last.status);

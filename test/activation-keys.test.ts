@@ -80,9 +80,12 @@ describe('activation on a store with history', async () => {
   it('never rewrites the keys and never rescans history once activated', async () => {
     await db.query(`DELETE FROM k1.task_session_subagents WHERE tool_call_id = 'toolu_a_1'`);
     const again = await db.up('k1');
-    expect(again).toEqual({ applied: [], upgraded: null, backfill: { status: 'already activated', inserted: 0, failure: null,
+    const { reconciliation, ...rest } = again;
+    expect(rest).toEqual({ applied: [], upgraded: null, backfill: { status: 'already activated', inserted: 0, failure: null,
       capture_since: written.subagent_context_capture_since,
       backfill_through: written.subagent_context_backfill_through } });
+    // Its reconciliation is recent: nothing of history is compared again either.
+    expect(reconciliation?.status).toBe('current');
     const client = await db.connect();
     expect((await backfill(client, 'k1')).status).toBe('already activated');
     expect(await keys('k1')).toEqual(written);
