@@ -1,17 +1,21 @@
 -- Per card (task) and per session. "sessions per card" is what kandev's own tables show (1.0 almost
 -- everywhere); every subagent is one more model context, so contexts per card = sessions + subagents.
--- A session counts when it started in the window or launched a subagent in it; cards are the tasks of
--- those sessions.
+-- A session counts when it launched a subagent in the window or started in it; cards are the tasks of
+-- those sessions. The sessions are found from the window's subagents (each looked up by its key) and
+-- from task_sessions.started_at, never by grouping every session of the history.
 WITH r AS (
-  SELECT * FROM @extschema@.task_session_subagents
+  SELECT task_session_id FROM @extschema@.task_session_subagents
    WHERE observed_at >= coalesce($1::timestamp, '-infinity') AND observed_at < coalesce($2::timestamp, 'infinity')),
+launched AS (
+  SELECT task_session_id AS id, count(*) AS subagents FROM r GROUP BY task_session_id),
 per_session AS (
-  SELECT s.id, s.task_id, count(r.id) AS subagents
+  SELECT s.id, s.task_id, launched.subagents
+    FROM launched JOIN @extschema@.task_sessions AS s ON s.id = launched.id
+  UNION ALL
+  SELECT s.id, s.task_id, 0
     FROM @extschema@.task_sessions AS s
-    LEFT JOIN r ON r.task_session_id = s.id
-   GROUP BY s.id, s.task_id
-  HAVING count(r.id) > 0
-      OR (s.started_at >= coalesce($1::timestamp, '-infinity') AND s.started_at < coalesce($2::timestamp, 'infinity')))
+   WHERE s.started_at >= coalesce($1::timestamp, '-infinity') AND s.started_at < coalesce($2::timestamp, 'infinity')
+     AND NOT EXISTS (SELECT 1 FROM launched WHERE launched.id = s.id))
 SELECT count(DISTINCT task_id) AS cards,
        count(*) AS sessions,
        coalesce(sum(subagents), 0) AS subagents,
