@@ -6,7 +6,7 @@ import { up, failIfBackfillFailed } from '../src/install.js';
 import { healthReport } from '../src/health.js';
 import { planTraffic } from '../kandev/traffic-plan.js';
 import { writeHistory, replayLive } from '../kandev/traffic-write.js';
-import { readReport, renderText } from '../src/report.js';
+import { readReport, renderText } from '../src/report/index.js';
 import { UserError } from '../src/db.js';
 import { printJson, bold, dim, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';
 

@@ -10,7 +10,7 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { planTraffic, SHAPE } from '../kandev/traffic-plan.js';
 import { namedExecutionWrites } from '../kandev/traffic-write.js';
-import type { Report } from '../src/report.js';
+import type { Report } from '../src/report/index.js';
 
 /** The one JSON object `demo --json` prints (the parts this test reads). */
 interface DemoResult { database_url: string; install: { backfill: unknown }; health: unknown; stats: unknown; report: Report }

@@ -58,7 +58,7 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
           shown: g.querySelector('text.value')!.textContent, height: Math.round(rect.height) };
       }));
       expect(bars.map(({ label, value, shown }) => ({ label, value, shown }))).toEqual([
-        { label: '1', value: '2', shown: '2' }, { label: '2', value: '1', shown: '1' }, { label: '4', value: '1', shown: '1' }]);
+        { label: '1 subagent', value: '2', shown: '2' }, { label: '2 subagents', value: '1', shown: '1' }, { label: '4 subagents', value: '1', shown: '1' }]);
       // Heights in proportion to the counts (the chart scales with the page's width).
       expect(bars[0].height).toBeGreaterThan(100);
       expect(Math.abs(bars[0].height - 2 * bars[1].height)).toBeLessThanOrEqual(1);
@@ -79,9 +79,9 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
         page.$eval(`#${table} td[data-key="${key}"]`, (td) => td.textContent);
       expect(await cell('cards', 'sessions per card (what kandev shows)')).toBe('1.33');
       expect(await cell('cards', 'subagents per card')).toBe('2.67');
-      expect(await cell('cards', 'model contexts per card')).toBe('4.00');
+      expect(await cell('cards', 'model contexts per card (sessions + subagents)')).toBe('4.00');
       expect(await cell('overview', 'usage not reported')).toBe('5');
-      expect(await cell('settlement', 'still running')).toBe('2');
+      expect(await cell('settlement', 'still running (not settled)')).toBe('2');
       expect(await page.textContent('#health-status')).toBe('healthy');
 
       const rows = await page.$$eval('#by-model tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));

@@ -148,7 +148,7 @@ describe('report (terminal)', () => {
     // Bars scale to the largest count (2 turns = 40 blocks at 80 columns, 80 at 160).
     expect(out).toMatch(/^ {3}1 subagent │█{80} 2$/m);
     expect(out).toMatch(/^ {2}2 subagents │█{40} 1$/m);
-    expect(out).toMatch(/sessions per card {3}\(what kandev shows\) +1\.33$/m);
+    expect(out).toMatch(/sessions per card \(what kandev shows\) +1\.33$/m);
     expect(out).toMatch(/subagents per card +2\.67$/m);
     expect(out).toMatch(/model contexts per card \(sessions \+ subagents\) +4\.00$/m);
     // general reported nothing: every usage column says unknown; Explore's zero tool uses stay 0.0.

@@ -2,8 +2,8 @@ import type { Command } from './types.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withClient, UserError, assertSchemaExists } from '../db.js';
-import { readReport, renderText, renderHtml, parseWindow } from '../report.js';
-import { printJson, bold, dim, terminalWidth } from '../output.js';
+import { readReport, renderText, renderHtml, reportJson, parseWindow, statementTimeout, DEFAULT_STATEMENT_TIMEOUT } from '../report/index.js';
+import { bold, dim, terminalWidth } from '../output.js';
 
 /** The host as the operator named it in the URL (no credentials); undefined for a socket or no URL. */
 function urlHost(url: string | undefined): string | undefined {
@@ -14,6 +14,7 @@ export const reportCommand: Command = {
   name: 'report',
   summary: 'fan-out per turn and day, top cards and sessions, usage per type and model, what is still running',
   usage: `subagent-context report [--database-url URL] [--schema S] [--since WHEN] [--until WHEN] [--json] [--html FILE] [--width N]
+                       [--statement-timeout DURATION]
 
 Reads task_session_subagents (through the queries in sql/dashboards/ and sql/report/, one readable file
 per panel) and shows what kandev's own tables hide: how many subagents each turn fanned out to,
@@ -34,6 +35,12 @@ Options:
   --json        the report as one JSON object
   --html FILE   write one self-contained HTML page (inline SVG charts, no network) to FILE
   --width N     terminal columns to fit (default: the terminal's width, else $COLUMNS, else 80)
+  --statement-timeout DURATION
+                stop a query that runs longer (30s, 5min, 1h; 0 for none). Default: the timeout the
+                server, the role or PGOPTIONS set, else ${DEFAULT_STATEMENT_TIMEOUT}, so a runaway query cannot run forever
+
+Text from the database (types, models, titles, ids) is shown with its control and bidi characters
+escaped: as \x1b on the terminal and in the HTML page, as \u202e in --json (the same JSON value).
 
 Examples:
   subagent-context report --database-url postgres://kandev@db/kandev
@@ -41,15 +48,18 @@ Examples:
   subagent-context report --html fanout.html
   subagent-context report --since 2026-08-01 --until 2026-08-31 --html august.html
   subagent-context report --json | jq '.top_cards.by_tokens'`,
-  options: { html: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, width: { type: 'string' } },
+  options: { html: { type: 'string' }, since: { type: 'string' }, until: { type: 'string' }, width: { type: 'string' },
+    'statement-timeout': { type: 'string' } },
   async run(ctx) {
     const html = ctx.args.html;
     if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.');
     const window = parseWindow(ctx.args.since as string | undefined, ctx.args.until as string | undefined);
     const width = terminalWidth(ctx.args.width as string | undefined);
+    const timeoutFlag = ctx.args['statement-timeout'] as string | undefined;
+    statementTimeout(timeoutFlag, '0');  // a bad value is a usage error before connecting
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
-      const report = await readReport(client, ctx.schema, { window, host: urlHost(ctx.databaseUrl) });
+      const report = await readReport(client, ctx.schema, { window, host: urlHost(ctx.databaseUrl), statementTimeout: timeoutFlag });
       if (typeof html === 'string') {
         const path = resolve(html);
         try {
@@ -59,7 +69,7 @@ Examples:
         }
         if (!ctx.json) console.error(`wrote the HTML report to ${path}`);
       }
-      if (ctx.json) printJson(report);
+      if (ctx.json) process.stdout.write(reportJson(report) + '\n');
       else if (typeof html !== 'string') console.log(renderText(report, { bold, dim, bar: (s) => s }, width));
       return 0;
     }, ctx.schema);
