@@ -145,3 +145,27 @@ export function expectedReport(schema = 'public') {
     }),
   };
 }
+
+/**
+ * The whole report of the fixture as `report --json` gives it (expectedReport() plus the parts that
+ * depend on the run: health, counters, identity, what is running), for tests of the renderers that need
+ * no database.
+ */
+export function sampleReport(schema = 'public') {
+  return {
+    ...expectedReport(schema),
+    database: { host: 'db.example', database: 'kandev', schema, server_port: 5432 },
+    window: { since: null, until: null, first_observed: '2026-08-12T09:00:00Z', last_observed: '2099-01-01T00:00:09Z', as_of: '2026-12-04T12:00:00Z' },
+    unavailable: {} as Record<string, string>,
+    running: [
+      { task_id: 'task-a1t1', title: 'task-a1t1', task_session_id: 'session-a1t1', tool_call_id: 'x4', subagent_type: 'Explore', model: null,
+        agent_status: 'async_launched', tool_status: 'in_progress', async: true, observed_at: '2099-01-01T00:00:05Z', age_seconds: -100 },
+      { task_id: 'task-b', title: TASK_B_TITLE, task_session_id: 'session-b1', tool_call_id: 'z1', subagent_type: 'general', model: null,
+        agent_status: 'started', tool_status: 'in_progress', async: false, observed_at: '2099-01-01T00:00:06Z', age_seconds: -99 },
+    ],
+    health: { activated: true, capture_since: '2026-12-01T00:00:00.000000000Z', backfill_through: '2026-08-12T09:00:00.000000000Z',
+      shortfall: 0, excess: 0, last_observed_at: '2099-01-01T00:00:09.000000Z', trigger_enabled: true, failures: 0, collisions: 0,
+      status: 'healthy', installed_version: '0.2.0' },
+    stats: { attempted: 12, skipped_no_identity: 0, persisted: 12, failed: 0, anomalous_value: 0, unknown_execution: 12 },
+  };
+}
