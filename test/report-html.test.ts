@@ -124,10 +124,30 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
             const range = document.createRange(); range.selectNodeContents(td);
             return range.getClientRects().length;
           });
+          // The chart labels the reader sees: their size on the screen, and whether two overlap.
+          const shown = (e: Element) => getComputedStyle(e).display !== 'none';
+          const labels = [...document.querySelectorAll('svg.chart text.label')].filter(shown).map((t) => {
+            const b = t.getBoundingClientRect();
+            return { chart: t.closest('svg')!.id, text: t.textContent, height: b.height, left: b.left, right: b.right,
+              fontPx: parseFloat(getComputedStyle(t).fontSize) };
+          });
+          // A table wider than its box: the box scrolls, and a visible line says so.
+          const cut = [...document.querySelectorAll('.scroll')].filter((box) => box.scrollWidth > box.clientWidth + 1).map((box) => {
+            const hint = box.nextElementSibling;
+            return { table: box.querySelector('table')!.id, hint: hint?.classList.contains('scroll-hint') && shown(hint) ? hint.textContent : null };
+          });
+          // Every table and chart under a heading of its own section.
+          const unheaded = [...document.querySelectorAll('table, svg.chart')].filter((e) => {
+            const heading = e.closest('section')?.querySelector('h2, h3');
+            return !heading || !heading.textContent!.trim();
+          }).map((e) => e.id);
           return {
             scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth,
             banner: banner ? { text: banner.textContent, background: getComputedStyle(banner).backgroundColor } : null,
-            widestChart: Math.max(...charts), names,
+            widestChart: Math.max(...charts), names, labels, cut, unheaded,
+            running: document.querySelector('#running-section h3')?.textContent,
+            trendHeading: document.querySelector('#trend h2')?.textContent,
+            trendDays: [...document.querySelectorAll('#chart-trend g.bar')].map((g) => g.getAttribute('data-label')),
           };
         });
         await page.screenshot({ path: join(shots, `report-${width}.png`), fullPage: true });
@@ -137,6 +157,27 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
         expect(layout.names.every((lines) => lines === 1), `model names wrapped at ${width} px`).toBe(true);
         // The widest chart takes most of the page at either width, not a fixed 560 px island.
         expect(layout.widestChart / layout.clientWidth).toBeGreaterThan(0.8);
+        // Chart labels are text of 12 CSS px at any width (they were scaled to ~3 px at 420 px), and the
+        // labels of one chart do not overlap.
+        expect(layout.labels.length).toBeGreaterThanOrEqual(8);
+        for (const l of layout.labels) {
+          expect(l.fontPx, `${l.chart} "${l.text}" at ${width} px`).toBe(12);
+          expect(l.height, `${l.chart} "${l.text}" at ${width} px`).toBeGreaterThanOrEqual(12);
+        }
+        for (const chart of new Set(layout.labels.map((l) => l.chart))) {
+          const ls = layout.labels.filter((l) => l.chart === chart).sort((a, b) => a.left - b.left);
+          for (let i = 1; i < ls.length; i++) expect(ls[i].left, `${chart}: "${ls[i - 1].text}" and "${ls[i].text}" overlap at ${width} px`).toBeGreaterThanOrEqual(ls[i - 1].right);
+        }
+        // The trend shows the days its heading names: the first and last day drawn, both labelled.
+        expect(layout.trendDays).toHaveLength(90);
+        expect(layout.trendHeading).toBe(`Subagents per day (UTC), ${layout.trendDays[0]} to ${layout.trendDays.at(-1)}`);
+        expect(layout.labels.filter((l) => l.chart === 'chart-trend').map((l) => l.text)).toEqual(expect.arrayContaining([layout.trendDays[0], layout.trendDays.at(-1)]));
+        // A table cut by its box says that it scrolls (at 420 px the wide ones are); at 1280 px none is cut.
+        for (const c of layout.cut) expect(c.hint, `table ${c.table} is cut at ${width} px without a word`).toMatch(/scroll it sideways/);
+        if (width === 420) expect(layout.cut.map((c) => c.table)).toEqual(expect.arrayContaining(['by-model', 'by-subagent-type']));
+        else expect(layout.cut).toEqual([]);
+        expect(layout.unheaded, `tables and charts without a heading at ${width} px`).toEqual([]);
+        expect(layout.running).toBe('Still running, oldest first');
         await page.close();
       }
       console.log(`report screenshots: ${shots}`);
