@@ -20,13 +20,14 @@ await seedReportFixture(db, SCHEMA);
 /** The parts of a Grafana dashboard this test reads. */
 interface Target { refId: string; datasource: { type: string; uid: string }; format?: string; rawSql?: string; panelId?: number }
 interface Panel {
-  id: number; title: string; type: string; datasource?: { type: string; uid: string };
+  id: number; title: string; type: string; description?: string; datasource?: { type: string; uid: string };
+  fieldConfig?: { defaults: Record<string, unknown> };
   gridPos: { x: number; y: number; w: number; h: number }; targets?: Target[]; panels?: unknown[];
 }
 interface Dashboard {
   schemaVersion: number; panels: Panel[];
-  __inputs: Array<{ name: string; type: string; pluginId: string }>;
-  templating: { list: Array<{ name: string; type: string }> };
+  __inputs?: unknown;
+  templating: { list: Array<{ name: string; type: string; query: string; hide: number; skipUrlSync?: boolean }> };
 }
 const builder: {
   buildDashboard(): Dashboard; grafanaSql(file: string): string;
@@ -167,15 +168,22 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
 
   it('has the structure the Grafana versions it targets read (schemaVersion, panel types, data sources, grid)', () => {
     expect(dashboard.schemaVersion).toBe(builder.GRAFANA.schemaVersion);
-    expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS', type: 'datasource', pluginId: 'grafana-postgresql-datasource' })]);
-    expect(dashboard.templating.list.map((v) => [v.name, v.type])).toEqual([['DS', 'datasource'], ['schema', 'textbox']]);
+    // The data source is chosen with the dashboard's picker, one variable; no import input shadows it.
+    expect(dashboard.__inputs).toBeUndefined();
+    expect(dashboard.templating.list.map((v) => [v.name, v.type])).toEqual([['datasource', 'datasource'], ['schema', 'constant']]);
+    expect(dashboard.templating.list[0].query).toBe('grafana-postgresql-datasource');
+    // The schema is spliced into SQL: a hidden constant, never read from the URL, not a viewer's text box.
+    expect(dashboard.templating.list[1]).toMatchObject({ query: 'public', hide: 2, skipUrlSync: true });
+    // Descriptions on the panel, where Grafana shows them as the title's tooltip; none on a field.
+    expect(dashboard.panels.find((p) => p.title.startsWith('Shortfall'))!.description).toMatch(/^The only alarm/);
+    for (const p of dashboard.panels) expect(p.fieldConfig?.defaults.description, p.title).toBeUndefined();
     const ids = dashboard.panels.map((p) => p.id);
     expect(new Set(ids).size, 'panel ids are unique').toBe(ids.length);
     for (const p of dashboard.panels) {
       expect(builder.GRAFANA.panelTypes, p.title).toContain(p.type);
       expect(p.gridPos.x + p.gridPos.w, `${p.title} fits the 24-column grid`).toBeLessThanOrEqual(24);
       if (p.type === 'row') { expect(p.panels).toEqual([]); continue; }
-      expect([['grafana-postgresql-datasource', '${DS}'], ['datasource', '-- Dashboard --']], p.title)
+      expect([['grafana-postgresql-datasource', '${datasource}'], ['datasource', '-- Dashboard --']], p.title)
         .toContainEqual([p.datasource?.type, p.datasource?.uid]);
       for (const t of p.targets ?? []) {
         expect(t.datasource, p.title).toEqual(p.datasource);

@@ -4,14 +4,20 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const dir = new URL('./', import.meta.url);
-const DS = { type: 'grafana-postgresql-datasource', uid: '${DS}' };
+/**
+ * The data source is the dashboard's `datasource` variable (its picker at the top), with no import input
+ * beside it: an input of the same name would be replaced at import and leave the picker doing nothing.
+ */
+const DS = { type: 'grafana-postgresql-datasource', uid: '${datasource}' };
 /**
  * The Grafana releases this dashboard is written for (docs/dashboards.md says the same; the test checks
  * the JSON against it): the classic dashboard JSON at schemaVersion 39, the PostgreSQL data source under
  * its plugin id grafana-postgresql-datasource (Grafana 10.2.3 renamed it from `postgres`), and only core
- * panel types. Newer Grafana migrates an older schemaVersion on import.
+ * panel types. Newer Grafana migrates an older schemaVersion on import. The test suite checks the JSON
+ * against the dashboard model's types of `schemaPackage` (the npm package Grafana publishes them in).
  */
-export const GRAFANA = { versions: '10.4 and later', schemaVersion: 39, panelTypes: ['row', 'stat', 'table', 'barchart', 'timeseries'] };
+export const GRAFANA = { versions: '10.4 and later', schemaVersion: 39, schemaPackage: '@grafana/schema 10.4.19',
+  panelTypes: ['row', 'stat', 'table', 'barchart', 'timeseries'] };
 
 /** Grafana's built-in data source that hands a panel another panel's query result (no second query). */
 const DASHBOARD_DS = { type: 'datasource', uid: '-- Dashboard --' };
@@ -34,7 +40,11 @@ export function withTimeRange(sql) {
   return out;
 }
 
-/** A file's query for Grafana: its leading comment dropped, the schema taken from the dashboard variable. */
+/**
+ * A file's query for Grafana: its leading comment dropped, the schema taken from the dashboard's `schema`,
+ * a hidden constant that only an editor of the dashboard sets (not a viewer's text box, not the URL), put
+ * in as a quoted identifier.
+ */
 export function grafanaSql(file) {
   const text = readFileSync(new URL(file, dir), 'utf8');
   const lines = text.split('\n');
@@ -80,8 +90,9 @@ export function buildDashboard() {
 
   const panels = [
     { id: ++id, type: 'row', title: 'Capture health', collapsed: false, gridPos: pos(0, 0, 24, 1), panels: [] },
-    stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 5, 4),
-      [green, { color: 'red', value: 1 }], { description: 'The only alarm. Run `subagent-context repair`. Empty before activation.' }),
+    { ...stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 5, 4), [green, { color: 'red', value: 1 }]),
+      // On the panel, where Grafana shows it as the title's tooltip (a field's description shows nowhere here).
+      description: 'The only alarm. Run `subagent-context repair`. Empty before activation.' },
     stat('Excess (never alarms)', 'health.sql', 'excess', pos(5, 1, 4, 4), [{ color: 'blue', value: null }]),
     stat('Trigger enabled', 'health.sql', 'trigger_enabled', pos(9, 1, 4, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
       { mappings: [{ type: 'value', options: { true: { text: 'enabled', color: 'green' }, false: { text: 'DISABLED', color: 'red' } } }] }),
@@ -110,14 +121,15 @@ export function buildDashboard() {
   ];
 
   const dashboard = {
-    __inputs: [{ name: 'DS', label: "kandev's PostgreSQL", type: 'datasource', pluginId: 'grafana-postgresql-datasource', pluginName: 'PostgreSQL' }],
     uid: 'subagent-context', title: 'subagent-context: capture health and fan-out', tags: ['kandev', 'subagent-context'],
     timezone: 'utc', schemaVersion: GRAFANA.schemaVersion, version: 1, editable: true, refresh: '1m',
     time: { from: 'now-7d', to: 'now' },
     templating: {
       list: [
-        { name: 'DS', label: 'data source', type: 'datasource', query: 'grafana-postgresql-datasource', current: {}, hide: 0 },
-        { name: 'schema', label: "schema of kandev's tables", type: 'textbox', query: 'public', current: { text: 'public', value: 'public' }, hide: 0 },
+        { name: 'datasource', label: "kandev's PostgreSQL", type: 'datasource', query: 'grafana-postgresql-datasource', hide: 0 },
+        // Spliced into every query as the schema's name: fixed by whoever edits the dashboard (Settings,
+        // Variables), hidden, and never read from the URL.
+        { name: 'schema', label: "schema of kandev's tables", type: 'constant', query: 'public', hide: 2, skipUrlSync: true },
       ],
     },
     panels,
