@@ -132,10 +132,13 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
               fontPx: parseFloat(getComputedStyle(t).fontSize) };
           });
           // A table wider than its box: the box scrolls, and a visible line says so.
-          const cut = [...document.querySelectorAll('.scroll')].filter((box) => box.scrollWidth > box.clientWidth + 1).map((box) => {
-            const hint = box.nextElementSibling;
-            return { table: box.querySelector('table')!.id, hint: hint?.classList.contains('scroll-hint') && shown(hint) ? hint.textContent : null };
-          });
+          const visible = (e: Element | null) => !!e && shown(e) && getComputedStyle(e).visibility === 'visible' && e.getBoundingClientRect().height > 0;
+          const boxes = [...document.querySelectorAll('.scroll')].map((box) => ({ table: box.querySelector('table')!.id,
+            cut: box.scrollWidth > box.clientWidth + 1,
+            hint: box.nextElementSibling?.classList.contains('scroll-hint') && visible(box.nextElementSibling) ? box.nextElementSibling.textContent : null }));
+          const cut = boxes.filter((b) => b.cut);
+          // And no such line under a table that is not cut.
+          const falseHints = boxes.filter((b) => !b.cut && b.hint).map((b) => b.table);
           // Every table and chart under a heading of its own section.
           const unheaded = [...document.querySelectorAll('table, svg.chart')].filter((e) => {
             const heading = e.closest('section')?.querySelector('h2, h3');
@@ -144,7 +147,7 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
           return {
             scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth,
             banner: banner ? { text: banner.textContent, background: getComputedStyle(banner).backgroundColor } : null,
-            widestChart: Math.max(...charts), names, labels, cut, unheaded,
+            widestChart: Math.max(...charts), names, labels, cut, falseHints, unheaded,
             running: document.querySelector('#running-section h3')?.textContent,
             trendHeading: document.querySelector('#trend h2')?.textContent,
             trendDays: [...document.querySelectorAll('#chart-trend g.bar')].map((g) => g.getAttribute('data-label')),
@@ -176,6 +179,7 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
         for (const c of layout.cut) expect(c.hint, `table ${c.table} is cut at ${width} px without a word`).toMatch(/scroll it sideways/);
         if (width === 420) expect(layout.cut.map((c) => c.table)).toEqual(expect.arrayContaining(['by-model', 'by-subagent-type']));
         else expect(layout.cut).toEqual([]);
+        expect(layout.falseHints, `"scroll sideways" under tables that fit at ${width} px`).toEqual([]);
         expect(layout.unheaded, `tables and charts without a heading at ${width} px`).toEqual([]);
         expect(layout.running).toBe('Still running, oldest first');
         await page.close();

@@ -95,7 +95,11 @@ export function svgUsageChart(c: StackChart): string {
     `</svg></figure>`;
 }
 
-/** The widths past which a table's box shows its "scrolls sideways" line (see the CSS). */
+/**
+ * Where the browser has scroll-driven animations (Chromium), the "scrolls sideways" line shows exactly
+ * when the table's box has something to scroll (its scroll timeline is active only then); elsewhere it
+ * shows below these widths, the table's guessed width rounded up.
+ */
 const FIT_WIDTHS = [480, 640, 800, 960, 1200, 1600, 2400];
 
 /** A table in a box that scrolls sideways when the table is wider, with a line that says so then. */
@@ -147,14 +151,20 @@ table{border-collapse:collapse;margin:.5em 0}th,td{padding:3px 10px;border-botto
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.unknown{color:#999;font-style:italic}
 td.name{white-space:nowrap}td.prose{min-width:12em;overflow-wrap:anywhere}
 .kv th{font-weight:normal;color:#555}
-.table-box{container-type:inline-size}
-.scroll{overflow-x:auto;max-width:100%;
+.table-box{container-type:inline-size;timeline-scope:--cut}
+.scroll{overflow-x:auto;max-width:100%;scroll-timeline:--cut inline;
   background:linear-gradient(to right,#fff 30%,#fff0) left/40px 100% no-repeat local,
     linear-gradient(to left,#fff 30%,#fff0) right/40px 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%,#0003,#0000) left/14px 100% no-repeat scroll,
     radial-gradient(farthest-side at 100% 50%,#0003,#0000) right/14px 100% no-repeat scroll}
 .scroll-hint{display:none;margin:.2em 0 .8em;color:#555;font-size:.9em}
+@supports (animation-timeline:scroll()){
+  .scroll-hint{display:block;visibility:hidden;height:0;margin:0;animation:cut-cue linear both;animation-timeline:--cut}
+  @keyframes cut-cue{from,to{visibility:visible;height:auto;margin:.2em 0 .8em}}
+}
+@supports not (animation-timeline:scroll()){
 ${FIT_WIDTHS.map((w) => `@container (max-width:${w}px){.fit${w}+.scroll-hint{display:block}}`).join('\n')}
+}
 figure.chart{margin:1em 0;min-width:0;container-type:inline-size}figcaption{font-weight:600;margin-bottom:.3em}
 svg.chart{display:block;width:100%;overflow:visible}
 svg text{font:${FONT_PX}px system-ui,sans-serif;fill:#333}
