@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { utcTimestamp } from '../src/timestamp.js';
 
 // Right-to-left override, the 8-bit CSI, ESC and BEL, a line separator: what a hostile agent writes.
 const TYPE = 'evil\u202eexe.txt\u009b2J\u001b]0;pwned\u0007\u2028';
@@ -20,7 +21,7 @@ const db = await freshDatabase('report_safety', { from: 'installed' });
   const t = await createTurn(db.pool, 'public', 'hostile', new Date().toISOString());
   await db.query('UPDATE tasks SET title = $1 WHERE id = $2', [TITLE, t.task]);
   await insertMessage(db.pool, 'public', { id: 'm-hostile', session: t.session, task: t.task, turn: t.turn,
-    created_at: new Date().toISOString().replace('T', ' ').replace('Z', ''),
+    created_at: utcTimestamp(),
     metadata: subagentMetadata({ tool_call_id: 'toolu_hostile', status: 'in_progress', subagent: { subagent_type: TYPE, model: TYPE } }) });
 }
 const cli = builtCli();
