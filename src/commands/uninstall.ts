@@ -1,20 +1,22 @@
+import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertSchemaExists, captureTriggerExists, withClient } from '../db.js';
-import { healthInstalled } from '../health.js';
+import { assertSchemaExists, UserError, withClient } from '../db.js';
 import { migrate } from '../install.js';
-import { sqlStatements } from '#sql';
+import { MIGRATIONS_TABLE } from '../paths.js';
+import { sqlFile, sqlStatements, transactionStatements, uninstallSql } from '#sql';
 import { SQL } from 'sql-template-strings';
-import { safe } from '../output.js';
+import { printJson, safe } from '../output.js';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
   summary: 'remove the trigger and functions (and, with --drop-data, the rows)',
-  usage: `subagent-context uninstall [--database-url URL] [--schema S] [--drop-data]
+  usage: `subagent-context uninstall [--database-url URL] [--schema S] [--drop-data] [--json]
 
-Runs the migrations down: removes the capture trigger, the functions and the activation keys. The
-derived rows and the failure log stay unless --drop-data is given. --drop-data drops only a
-task_session_subagents that subagent-context created: when kandev created it (adopted at install), it
-refuses and removes nothing.
+Runs the migrations down, then removes whatever of the installation is still there (a trigger left
+by a partial or hand-made removal, functions, the counters, health's index, the activation keys), and
+prints what it removed. The derived rows and the failure log stay unless --drop-data is given.
+--drop-data drops only a task_session_subagents that subagent-context created: when kandev created it
+(adopted at install), it refuses and removes nothing. docs/uninstall.md
 
 Example:
   subagent-context uninstall --schema tenant_a`,
@@ -22,22 +24,130 @@ Example:
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
-      // A trigger left by a partial or hand-made removal still counts as something to uninstall.
-      const installed = (await healthInstalled(client, ctx.schema)) || (await captureTriggerExists(client, ctx.schema));
-      const { rows: [{ has_data }] } = await client.query(
-        SQL`SELECT to_regclass(format('%I.task_session_subagents', ${ctx.schema}::text)) IS NOT NULL AS has_data`);
-      if (!installed && !(ctx.args['drop-data'] && has_data)) {
+      const before = await inventory(client, ctx.schema);
+      const dropData = Boolean(ctx.args['drop-data']);
+      if (isEmpty(before) && !(dropData && before.tables.length > 0)) {
         // Idempotent for scripts, but honest: say that nothing was there.
-        console.log(`nothing to uninstall: subagent-context is not installed in schema "${safe(ctx.schema)}"`);
+        if (ctx.json) printJson({ removed: {}, kept: before.tables, dropped: [] });
+        else console.log(`nothing to uninstall: subagent-context is not installed in schema "${safe(ctx.schema)}"`);
         return 0;
       }
-      const dropData = ctx.args['drop-data'] ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
+      const dataStatements = dropData ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
       // --drop-data refuses before anything is removed when the table is kandev's (its first statement).
-      if (dropData.length) await client.query(dropData[0]);
-      await migrate(client, ctx.schema, 'down');
-      for (const statement of dropData) await client.query(statement);
-      console.log(ctx.args['drop-data'] ? 'uninstalled; data dropped' : 'uninstalled; task_session_subagents kept');
+      if (dataStatements.length) await client.query(dataStatements[0]);
+      if (before.migrations.length > 0) await migrate(client, ctx.schema, 'down');
+      // What the migrations did not remove (they were never recorded, their bookkeeping was dropped, or a
+      // removal by hand stopped halfway): the same SQL, once more, in one transaction.
+      if (!isEmpty(await inventory(client, ctx.schema))) await removeCode(client, ctx.schema);
+      for (const statement of dataStatements) await client.query(statement);
+      const after = await inventory(client, ctx.schema);
+      if (!isEmpty(after)) {
+        throw new UserError(`uninstall left ${describe(after)} in schema "${ctx.schema}", which it does not know how ` +
+          'to remove: drop them by hand (docs/uninstall.md, by hand with psql).');
+      }
+      const removed = difference(before, after);
+      const dropped = before.tables.filter((t) => !after.tables.includes(t));
+      if (ctx.json) printJson({ removed, kept: after.tables, dropped });
+      else {
+        console.log(`removed: ${describe(removed)}`);
+        if (dropped.length) console.log(`dropped: ${dropped.join(', ')}`);
+        console.log(after.tables.length ? `uninstalled; kept ${after.tables.join(' and ')}` : 'uninstalled; data dropped');
+      }
       return 0;
     });
   },
 };
+
+/** What of an installation a schema holds, by kind, read from the catalog whatever state it is in. */
+export interface Inventory {
+  trigger: string[];
+  functions: string[];
+  types: string[];
+  indexes: string[];
+  counters: string[];
+  keys: string[];
+  migrations: string[];
+  /** The data: kept unless --drop-data. */
+  tables: string[];
+}
+
+const CODE_KINDS = ['trigger', 'functions', 'types', 'indexes', 'counters', 'keys', 'migrations'] as const;
+
+function isEmpty(i: Inventory): boolean {
+  return CODE_KINDS.every((k) => i[k].length === 0);
+}
+
+function difference(before: Inventory, after: Inventory): Partial<Inventory> {
+  const out: Partial<Inventory> = {};
+  for (const k of CODE_KINDS) {
+    const gone = before[k].filter((x) => !after[k].includes(x));
+    if (gone.length) out[k] = gone;
+  }
+  return out;
+}
+
+/** "the trigger subagent_context_capture, 31 functions, …": one phrase per kind present. */
+function describe(i: Partial<Inventory>): string {
+  const n = (k: keyof Inventory) => i[k]?.length ?? 0;
+  const parts = [
+    n('trigger') && `the trigger ${i.trigger!.join(', ')}`,
+    n('functions') && `${n('functions')} function${n('functions') === 1 ? '' : 's'}`,
+    n('types') && `the type ${i.types!.join(', ')}`,
+    n('indexes') && `the index ${i.indexes!.join(', ')} on task_session_messages`,
+    n('counters') && `${n('counters')} counter sequence${n('counters') === 1 ? '' : 's'}`,
+    n('keys') && `${n('keys')} activation key${n('keys') === 1 ? '' : 's'}`,
+    n('migrations') && `${n('migrations')} migration record${n('migrations') === 1 ? '' : 's'}`,
+  ].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'nothing';
+}
+
+export async function inventory(client: pg.ClientBase, schema: string): Promise<Inventory> {
+  const names = async (query: ReturnType<typeof SQL>) => (await client.query(query)).rows.map((r) => r.name as string);
+  const messages = SQL`to_regclass(format('%I.task_session_messages', ${schema}::text))`;
+  const migrations = SQL`to_regclass(format('%I.%I', ${schema}::text, ${MIGRATIONS_TABLE}::text))`;
+  const meta = SQL`to_regclass(format('%I.kandev_meta', ${schema}::text))`;
+  const hasMigrations = (await client.query(SQL`SELECT `.append(migrations).append(' IS NOT NULL AS x'))).rows[0].x;
+  const hasMeta = (await client.query(SQL`SELECT `.append(meta).append(' IS NOT NULL AS x'))).rows[0].x;
+  return {
+    trigger: await names(SQL`SELECT tgname AS name FROM pg_trigger WHERE tgname = 'subagent_context_capture' AND tgrelid = `
+      .append(messages)),
+    // Every function any release named: subagent_*, capture_subagent_message, derive_subagent_row.
+    functions: await names(SQL`SELECT format('%s(%s)', p.proname, pg_get_function_identity_arguments(p.oid)) AS name
+        FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+       WHERE n.nspname = ${schema} AND p.proname ~ '^(subagent_|capture_subagent_message$|derive_subagent_row$)'
+       ORDER BY 1`),
+    types: await names(SQL`SELECT t.typname AS name FROM pg_type AS t JOIN pg_namespace AS n ON n.oid = t.typnamespace
+       WHERE n.nspname = ${schema} AND t.typname = 'subagent_row'`),
+    indexes: await names(SQL`SELECT c.relname AS name FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+       WHERE n.nspname = ${schema} AND c.relkind IN ('i', 'I')
+         AND c.relname IN ('subagent_context_recent_messages_idx', 'subagent_context_recent_messages_idx_old')
+       ORDER BY 1`),
+    // As sql/uninstall.sql finds them: named subagent_context_*_seq, owned by no column.
+    counters: await names(SQL`SELECT s.relname AS name FROM pg_class AS s JOIN pg_namespace AS n ON n.oid = s.relnamespace
+       WHERE n.nspname = ${schema} AND s.relkind = 'S' AND s.relname LIKE 'subagent\\_context\\_%\\_seq'
+         AND NOT EXISTS (SELECT 1 FROM pg_depend AS d
+                          WHERE d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.deptype IN ('a', 'i'))
+       ORDER BY 1`),
+    keys: hasMeta ? await names(SQL`SELECT key AS name FROM `.append(`${quote(schema)}.kandev_meta`)
+      .append(` WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through') ORDER BY 1`)) : [],
+    migrations: hasMigrations ? await names(SQL`SELECT name FROM `.append(`${quote(schema)}.${MIGRATIONS_TABLE}`).append(' ORDER BY run_on, id')) : [],
+    tables: await names(SQL`SELECT t AS name FROM unnest(ARRAY['task_session_subagents', 'subagent_context_failures']) AS t
+       WHERE to_regclass(format('%I.%I', ${schema}::text, t)) IS NOT NULL`),
+  };
+}
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** What the first migration's down does (migrations/lib/steps.js uninstall), in one transaction. */
+async function removeCode(client: pg.Client, schema: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    const statements = transactionStatements(schema, [sqlFile('topology-uninstall.sql', schema), ...uninstallSql(schema),
+      sqlFile('topology-uninstall-workers.sql', schema)]);
+    for (const statement of statements) await client.query(statement);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
