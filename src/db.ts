@@ -15,18 +15,60 @@ export class UserError extends Error {
 /** The user name in a connection URL, for a GRANT the operator can paste. */
 function roleOf(url: string | undefined): string {
   try {
-    return url ? decodeURIComponent(new URL(url).username) || 'the connecting role' : 'the connecting role';
+    return url ? decodeURIComponent(new URL(url).username) || CONNECTING_ROLE : CONNECTING_ROLE;
   } catch {
-    return 'the connecting role';
+    return CONNECTING_ROLE;
   }
 }
+const CONNECTING_ROLE = 'the connecting role';
 
 /** A name as SQL spells it: bare when it is a plain lowercase identifier, else double-quoted. */
 function sqlName(name: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`;
 }
 
+/**
+ * A missing privilege on one object. The message says what was refused; the command that got it says
+ * what to grant (privilegeMessage), once: the object refused first is rarely the only one it needs.
+ */
+export class PrivilegeError extends UserError {
+  constructor(readonly role: string, readonly object: string | null, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * What each command needs beyond USAGE on the schema (docs/security.md, roles): the GRANT for a reading
+ * role, or, for a command that writes the installation, the installing role. Health needs nothing more:
+ * its functions are SECURITY DEFINER.
+ */
+const PRIVILEGES: Record<string, { tables: string[] } | { installer: string }> = {
+  report: { tables: ['task_session_subagents', 'task_sessions', 'tasks'] },
+  metrics: { tables: ['task_session_messages'] },
+  repair: { installer: 'it writes the missing rows into task_session_subagents with the rights of the role that runs it' },
+  backfill: { installer: 'it writes history into task_session_subagents and the activation keys into kandev_meta' },
+  up: { installer: 'it creates and replaces the installation\'s tables, functions and trigger' },
+  uninstall: { installer: 'it drops the installation\'s trigger, functions and counters, which only their owner may' },
+};
+
+/** A privilege error as one sentence naming everything `command` needs, so that one fix is enough. */
+export function privilegeMessage(command: string, schema: string, err: PrivilegeError): string {
+  const need = PRIVILEGES[command];
+  if (!need || !err.object) return err.message;
+  const q = (name: string) => (schema === 'public' ? name : `${sqlName(schema)}.${name}`);
+  const refused = `the role ${err.role} may not use ${q(err.object)}`;
+  if ('installer' in need) {
+    return `${refused}: \`subagent-context ${command}\` must run as the role that installed subagent-context (the owner ` +
+      `of ${q('task_session_subagents')}), because ${need.installer}; no GRANT to another role replaces that.`;
+  }
+  const tables = need.tables.map(q).join(', ');
+  return `${refused}: \`subagent-context ${command}\` needs SELECT on ${tables}; grant it with ` +
+    `\`GRANT SELECT ON ${tables} TO ${err.role === CONNECTING_ROLE ? '<role>' : sqlName(err.role)};\` (docs/security.md), ` +
+    'or run it as the installing role.';
+}
+
 /** A pg error, or a connection error, as one sentence that says what to do. */
+/** `schema`, when given, qualifies the object a privilege error names. */
 export function explain(err: unknown, url?: string, schema?: string): Error {
   if (err instanceof UserError) return err;
   const e = err as { code?: string; message?: string };
@@ -53,12 +95,9 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
   }
   switch (e.code) {
     case '42501': {
-      const table = /permission denied for (?:table|relation|view|sequence|function) (\S+)/.exec(message)?.[1];
-      // PostgreSQL names the table without its schema; the GRANT must name it, or it misses on --schema.
-      const q = (name: string) => (schema ? `${sqlName(schema)}.${name}` : name);
-      return new UserError(table
-        ? `the role ${role} may not read ${q(table)}: grant it with \`GRANT SELECT ON ${q(table)} TO ${role};\` ` +
-          `(reading reports needs SELECT on ${q('task_session_subagents')}, ${q('task_sessions')} and ${q('tasks')}), or connect as its owner.`
+      const object = /permission denied for (?:table|relation|view|sequence|function) (\S+)/.exec(message)?.[1] ?? null;
+      return new PrivilegeError(role, object, object
+        ? `the role ${role} may not use ${schema && schema !== 'public' ? `${sqlName(schema)}.${object}` : object}`
         : `${message}: the role ${role} lacks a privilege this needs; connect as the role that installed subagent-context.`);
     }
     case 'ECONNREFUSED':
@@ -109,11 +148,24 @@ export async function connect(url: string | undefined): Promise<pg.Client> {
     await client.end().catch(() => {});
     throw explain(err, url);
   }
-  client.on('notice', () => {});
+  const said: string[] = [];
+  notices.set(client, said);
+  // What the installation's SQL tells the operator (RAISE NOTICE/WARNING 'subagent-context: …'), kept for
+  // the command to print (takeNotices); anything else the server says is not for the operator.
+  client.on('notice', (n) => { if (n.message?.startsWith(NOTICE_PREFIX)) said.push(n.message.slice(NOTICE_PREFIX.length)); });
   return client;
 }
 
-/** `schema`, when given, qualifies the table names of a privilege error's GRANT hint. */
+const NOTICE_PREFIX = 'subagent-context: ';
+const notices = new WeakMap<pg.Client, string[]>();
+
+/** What the installation's SQL said on this connection since the last call (without its prefix). */
+export function takeNotices(client: pg.Client): string[] {
+  const said = notices.get(client) ?? [];
+  return said.splice(0, said.length);
+}
+
+/** `schema`, when given, qualifies the object a privilege error names. */
 export async function withClient<T>(url: string | undefined, fn: (client: pg.Client) => Promise<T>, schema?: string): Promise<T> {
   const client = await connect(url);
   try {

@@ -10,8 +10,8 @@ import { uninstallCommand } from './commands/uninstall.js';
 import { demoCommand } from './commands/demo.js';
 import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
-import { explain, ERROR_EXIT } from './db.js';
-import { red, safeLines } from './output.js';
+import { explain, ERROR_EXIT, PrivilegeError, privilegeMessage } from './db.js';
+import { red, safe, safeLines } from './output.js';
 import { PACKAGE_VERSION } from '#sql';
 
 const commands: Command[] = [upCommand, backfillCommand, healthCommand, repairCommand, reportCommand, metricsCommand, uninstallCommand, demoCommand];
@@ -48,6 +48,45 @@ Exit status: 3 on any error (bad arguments, unreachable database, refused login,
 Run \`subagent-context <command> --help\` for examples.`;
 }
 
+/** The candidate closest to `given` in edits, when it is close enough to be a typo (at most a third of it). */
+export function nearest(given: string, candidates: string[]): string | undefined {
+  const distance = (a: string, b: string) => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) {
+        next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      }
+      row = next;
+    }
+    return row[b.length]!;
+  };
+  const scored = candidates.map((c) => ({ c, d: distance(given.toLowerCase(), c) })).sort((x, y) => x.d - y.d);
+  const best = scored[0];
+  // A prefix counts too: `--drop` for `--drop-data`.
+  const prefixed = candidates.filter((c) => given.length >= 3 && c.startsWith(given.toLowerCase()));
+  if (prefixed.length === 1) return prefixed[0];
+  return best && best.d <= Math.max(1, Math.floor(given.length / 3)) ? best.c : undefined;
+}
+
+/** Node's parser errors (two sentences, quotes) as one sentence of ours, with a suggestion for a typo. */
+function optionError(err: Error & { code?: string }, args: string[], options: Record<string, { type: string; short?: string }>): string {
+  const quoted = /'([^']+)'/.exec(err.message)?.[1] ?? '';
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const flag = quoted.replace(/=.*$/, '');
+    const near = flag.startsWith('--') ? nearest(flag.slice(2), Object.keys(options)) : undefined;
+    return `unknown option ${safe(flag)}${near ? `: did you mean --${near}?` : '.'}`;
+  }
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const flag = quoted.split(' ')[0]!;
+    const option = options[flag.replace(/^--/, '')];
+    return option?.type === 'boolean'
+      ? `${flag} is a switch and takes no value, got "${safe(args.find((a) => a.startsWith(`${flag}=`)) ?? flag)}".`
+      : `${flag} needs a value, as in ${flag} VALUE.`;
+  }
+  return `${err.message.replace(/\.$/, '')}.`;
+}
+
 /** An error before any command ran: one sentence on stderr, exit 3 (never a status a check means). */
 function usageError(message: string): number {
   console.error(red(`error: ${safeLines(message)}`));
@@ -66,12 +105,17 @@ export async function main(argv: string[]): Promise<number> {
     return ERROR_EXIT;
   }
   const command = commands.find((c) => c.name === name);
-  if (!command) return usageError(`unknown command "${name}". Run \`subagent-context --help\` for the list.`);
+  if (!command) {
+    const near = nearest(name, commands.map((c) => c.name));
+    return usageError(`unknown command "${name}"${near ? `: did you mean \`subagent-context ${near}\`?` : '.'} ` +
+      'Run `subagent-context --help` for the list.');
+  }
+  const options = { ...COMMON, ...(command.options ?? {}) };
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options: { ...COMMON, ...(command.options ?? {}) }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
   } catch (err) {
-    return usageError(`${(err as Error).message.replace(/\.$/, '')}. Run \`subagent-context ${name} --help\`.`);
+    return usageError(`${optionError(err as Error & { code?: string }, rest, options)} Run \`subagent-context ${name} --help\`.`);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   if (values.version) {
@@ -94,10 +138,11 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   const verbose = Boolean(values.verbose);
+  const schema = (values.schema as string | undefined) ?? 'public';
   try {
     return await command.run({
       databaseUrl: (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL,
-      schema: (values.schema as string | undefined) ?? 'public',
+      schema,
       json: Boolean(values.json),
       verbose,
       args: values,
@@ -105,9 +150,11 @@ export async function main(argv: string[]): Promise<number> {
     });
   } catch (err) {
     const e = explain(err);
+    const message = e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message;
     // Error messages can quote database values (a schema name, a failure's text): escaped for the terminal.
-    console.error(red(`error: ${safeLines(e.message)}`));
+    console.error(red(`error: ${safeLines(message)}`));
     if (verbose) console.error((err as Error)?.stack ?? String(err));
     return ERROR_EXIT;
   }
 }
+

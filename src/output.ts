@@ -57,9 +57,16 @@ export function safe(text: string): string {
   });
 }
 
-/** `safe()` for text that may span lines on purpose (a multi-line error): keeps the newlines. */
+/**
+ * `safe()` for text that may span lines on purpose (a multi-line error): keeps the newlines, and a line's
+ * leading tabs as its indentation (libpq and PostgreSQL indent a message's second line with one: "\n\tIs
+ * the server running"). Every other control character is shown escaped, as by safe().
+ */
 export function safeLines(text: string): string {
-  return text.split('\n').map(safe).join('\n');
+  return text.split('\n').map((line) => {
+    const indent = /^\t*/.exec(line)![0];
+    return '  '.repeat(indent.length) + safe(line.slice(indent.length));
+  }).join('\n');
 }
 
 export type { Progress } from './progress.js';

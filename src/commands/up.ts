@@ -1,8 +1,8 @@
 import type { Command } from './types.js';
-import { withClient } from '../db.js';
+import { takeNotices, withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
-import { printJson, green, safe } from '../output.js';
+import { printJson, green, safe, yellow } from '../output.js';
 import { backfillSummary } from './backfill.js';
 
 export const upCommand: Command = {
@@ -24,9 +24,11 @@ Examples:
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),
       }, () => up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));
-      if (ctx.json) printJson(result);
+      const notices = aboutAdoption(takeNotices(client));
+      if (ctx.json) printJson({ ...result, notices });
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
+        for (const notice of notices) console.log(yellow(`note: ${safe(notice)}`));
         if (result.upgraded) {
           console.log(`upgraded in place: ${safe(String(result.upgraded.from))} -> ${safe(String(result.upgraded.to))} (PostgreSQL ${result.upgraded.server_major}); rows, keys and counters kept`);
         }
@@ -38,3 +40,16 @@ Examples:
     });
   },
 };
+
+/**
+ * Adopting kandev's own table (sql/table.sql says so, once per migration that applies the data layer)
+ * means two writers unless kandev's is turned off: said once, with what it means.
+ */
+function aboutAdoption(notices: string[]): string[] {
+  const adopted = (n: string) => n.startsWith('adopted the existing task_session_subagents');
+  const first = notices.find(adopted);
+  return notices.filter((n) => !adopted(n) || n === first).map((n) => (adopted(n)
+    ? `${n}. kandev >= 0.89 writes that table too, from its own process: while both write, every subagent is ` +
+      'recorded twice, once per execution id. Use one writer (docs/install.md)'
+    : n));
+}
