@@ -5,6 +5,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { execFile } from 'node:child_process';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
+import { safeLines } from '../src/output.js';
 import { startEmbeddedPostgres } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { readFileSync } from 'node:fs';
@@ -50,7 +51,22 @@ describe.concurrent('help', () => {
     expect(cmd.stderr.trim()).toBe('error: unknown command "fanout". Run `subagent-context --help` for the list.');
     const opt = await runCli(cli, ['report', '--colour']);
     expect(opt.code).toBe(3);
-    expect(opt.stderr.trim()).toMatch(/^error: Unknown option '--colour'.*Run `subagent-context report --help`\.$/);
+    expect(opt.stderr.trim()).toBe('error: unknown option --colour. Run `subagent-context report --help`.');
+  });
+
+  it.each([
+    [['helth'], 'error: unknown command "helth": did you mean `subagent-context health`? Run `subagent-context --help` for the list.'],
+    [['uninstal'], 'error: unknown command "uninstal": did you mean `subagent-context uninstall`? Run `subagent-context --help` for the list.'],
+    [['health', '--jsn'], 'error: unknown option --jsn: did you mean --json? Run `subagent-context health --help`.'],
+    [['up', '--databse-url', 'x'], 'error: unknown option --databse-url: did you mean --database-url? Run `subagent-context up --help`.'],
+    [['uninstall', '--drop'], 'error: unknown option --drop: did you mean --drop-data? Run `subagent-context uninstall --help`.'],
+    [['report', '--since'], 'error: --since needs a value, as in --since VALUE. Run `subagent-context report --help`.'],
+    [['health', '--json=yes'], 'error: --json is a switch and takes no value, got "--json=yes". Run `subagent-context health --help`.'],
+  ])('%j: one sentence with the nearest name, exit 3', async (args, message) => {
+    const r = await runCli(cli, args);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`${message}\n`);
   });
 });
 
@@ -263,13 +279,40 @@ describe('exit status 3 on every error, and --version on every command', () => {
       noStack(r.stderr);
     });
 
-    it('report as a role that cannot read the table names the grant', async () => {
+    it('report as a role that cannot read the table names every grant it needs, in --schema', async () => {
       const r = await runCli(cli, ['report', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
       expect(r.code).toBe(3);
       // The GRANT names the schema: a bare table name would grant on (or miss in) the search_path's schema.
-      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not read owned.task_session_subagents: grant it with ` +
-        `\`GRANT SELECT ON owned.task_session_subagents TO ${nocreate};\` (reading reports needs SELECT on ` +
-        `owned.task_session_subagents, owned.task_sessions and owned.tasks), or connect as its owner.`);
+      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not use owned.task_session_subagents: \`subagent-context ` +
+        `report\` needs SELECT on owned.task_session_subagents, owned.task_sessions, owned.tasks; grant it with ` +
+        `\`GRANT SELECT ON owned.task_session_subagents, owned.task_sessions, owned.tasks TO ${nocreate};\` ` +
+        '(docs/security.md), or run it as the installing role.');
     });
+
+    it('repair as another role says to run it as the installing role, whatever it was granted (no GRANT loop)', async () => {
+      const expected = (object: string) => `error: the role ${nocreate} may not use owned.${object}: \`subagent-context repair\` ` +
+        'must run as the role that installed subagent-context (the owner of owned.task_session_subagents), because it writes ' +
+        'the missing rows into task_session_subagents with the rights of the role that runs it; no GRANT to another role replaces that.';
+      const first = await runCli(cli, ['repair', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
+      expect(first.code).toBe(3);
+      expect(first.stderr.trim()).toMatch(/^error: .*must run as the role that installed subagent-context/);
+      // Granting what the old message asked for, table by table, only moves the refusal; the advice stays the same.
+      await db.query(`GRANT SELECT ON owned.kandev_meta, owned.task_session_subagents TO ${nocreate}`);
+      const second = await runCli(cli, ['repair', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
+      expect(second.code).toBe(3);
+      expect(second.stderr.trim()).toBe(expected('task_session_subagents'));
+      const installer = await runCli(cli, ['repair', '--schema', 'owned'], env());
+      expect(installer.code, installer.stderr).toBe(0);
+    });
+  });
+});
+
+describe('a multi-line error on the terminal', () => {
+  it("keeps a line's leading tab as its indentation (libpq's \"\\n\\tIs the server running\"), and escapes every other control character", () => {
+    const message = 'connection to server at "db" (10.0.0.1), port 5432 failed: Connection refused\n' +
+      '\tIs the server running on that host and accepting TCP/IP connections?\tok\x1b[2J';
+    expect(safeLines(message)).toBe('connection to server at "db" (10.0.0.1), port 5432 failed: Connection refused\n' +
+      '  Is the server running on that host and accepting TCP/IP connections?\\tok\\x1b[2J');
+    expect(safeLines('\t\tdeep\n\x1b]0;title\x07')).toBe('    deep\n\\x1b]0;title\\x07');
   });
 });

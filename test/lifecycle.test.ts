@@ -182,6 +182,24 @@ describe('subagent-context uninstall', () => {
 });
 
 describe('installing over a table kandev created itself (kandev >= 0.89)', () => {
+  it('`up` says it adopted the table, once, and what two writers mean; --json carries it as notices', async () => {
+    const schema = 'lc_adopt_said';
+    await db.createHost(schema);
+    await createKandevSubagentTable(db.pool, schema);
+    const r = await runCli(cli, ['up', '--database-url', db.url, '--schema', schema]);
+    expect(r.code, r.stderr).toBe(0);
+    const notes = r.stdout.split('\n').filter((l) => l.startsWith('note: '));
+    expect(notes).toEqual(['note: adopted the existing task_session_subagents; widened total_tokens, tool_use_count, ' +
+      'duration_ms from integer to bigint. kandev >= 0.89 writes that table too, from its own process: while both write, ' +
+      'every subagent is recorded twice, once per execution id. Use one writer (docs/install.md)']);
+    // Installing again adopts nothing new and says nothing; a fresh schema's own table is never "adopted".
+    const again = await runCli(cli, ['up', '--json', '--database-url', db.url, '--schema', schema]);
+    expect(JSON.parse(again.stdout).notices).toEqual([]);
+    await db.createHost('lc_fresh_said');
+    const fresh = await runCli(cli, ['up', '--json', '--database-url', db.url, '--schema', 'lc_fresh_said']);
+    expect(JSON.parse(fresh.stdout).notices).toEqual([]);
+  });
+
   it('adopts it: rows kept, integer metrics widened to bigint, capture merges into the kandev rows', async () => {
     const schema = 'lc_adopt';
     await db.createHost(schema);
