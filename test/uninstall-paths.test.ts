@@ -46,7 +46,7 @@ describe('docs/uninstall.md, with plain node-pg-migrate', () => {
   it('the documented line reverts every migration and prints what the doc shows, from an installed package', async () => {
     expect(command!.lang).toBe('sh');
     expect((await left(byMigrate)).migrations).toEqual(MIGRATIONS);
-    const r = await runShell(line(byMigrate.url), project, {});
+    const r = await runShell(line(byMigrate.url), project, {}, { merged: true });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(printed!.text);
     expect(r.stderr).toBe('');
@@ -55,7 +55,7 @@ describe('docs/uninstall.md, with plain node-pg-migrate', () => {
 
   it('from a clone, with -m migrations as the doc says', async () => {
     const r = await runShell(line(byMigrateClone.url).replace('-m node_modules/subagent-context/migrations', '-m migrations'),
-      PACKAGE_ROOT, {});
+      PACKAGE_ROOT, {}, { merged: true });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe(printed!.text);
     expect(await left(byMigrateClone)).toMatchObject({ ...NOTHING, tables: ['task_session_subagents', 'subagent_context_failures'] });

@@ -33,9 +33,13 @@ export function blocksUnder(doc: string, heading: string): Array<{ lang: string;
 
 export interface ShellResult { code: number; stdout: string; stderr: string }
 
-/** Runs a doc's shell block with bash (-e: a failing line stops it, as a careful user would). */
-export function runShell(script: string, cwd: string, env: Record<string, string>): Promise<ShellResult> {
-  return new Promise((resolve) => execFile('bash', ['-e', '-o', 'pipefail', '-c', script],
+/**
+ * Runs a doc's shell block with bash (-e: a failing line stops it, as a careful user would). `merged`:
+ * stderr into stdout, in the order a terminal shows them (what a doc's output block shows).
+ */
+export function runShell(script: string, cwd: string, env: Record<string, string>, opts: { merged?: boolean } = {}): Promise<ShellResult> {
+  const text = opts.merged ? `{\n${script}\n} 2>&1` : script;
+  return new Promise((resolve) => execFile('bash', ['-e', '-o', 'pipefail', '-c', text],
     { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 },
     (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })));
 }
