@@ -1,9 +1,9 @@
 // What the docs tell a newcomer to run, run as written: applying kandev's fixture by hand
 // (docs/demo.md), and the size of the suite that docs/compatibility.md reports.
 import { describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -69,5 +69,66 @@ describe('README.md: the Layout section', () => {
       const there = existsSync(join(PACKAGE_ROOT, name)) || filesUnder(dir).some((f) => f === name || f.endsWith(`/${name}`));
       expect(there, `${dir}/ … ${name}`).toBe(true);
     }
+  });
+});
+
+describe('CHANGELOG.md: releases that freeze', () => {
+  const changelog = readFileSync(join(PACKAGE_ROOT, 'CHANGELOG.md'), 'utf8');
+  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8'));
+  const sections = [...changelog.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);
+
+  it("has a section for package.json's version, below a pending Unreleased one", () => {
+    expect(sections[0]).toBe('Unreleased');
+    expect(sections.some((s) => s.startsWith(`${version} (`)), `CHANGELOG.md has no "## ${version} (…)" section`).toBe(true);
+  });
+
+  it('names the commit of every release, as docs/upgrade.md does', () => {
+    const upgrade = read('upgrade.md');
+    for (const s of sections.slice(1)) {
+      const [, v, commit] = /^(\S+) \(\d{4}-\d\d-\d\d, commit `([0-9a-f]{7,40})`\)$/.exec(s) ?? [];
+      expect(commit, `"## ${s}" names its commit`).toBeDefined();
+      expect(upgrade).toContain(`| ${v} | \`${commit}\` |`);
+    }
+  });
+});
+
+/** The repository's files as a clone has them (git's index), without the dependencies or builds. */
+const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: PACKAGE_ROOT, encoding: 'utf8' })
+  .split('\0').filter((f) => f && existsSync(join(PACKAGE_ROOT, f)) && /\.(ts|js|mjs|sql|md|yml|json|sh)$|^\.ci\//.test(f));
+
+describe('citations a user can follow', () => {
+  it('no file cites the SPEC by section, a document users do not have: cite docs/ instead', () => {
+    const citation = new RegExp('SPEC ' + '§');
+    const found = tracked.flatMap((f) => readFileSync(join(PACKAGE_ROOT, f), 'utf8').split('\n')
+      .flatMap((line, i) => (citation.test(line) ? [`${f}:${i + 1}`] : [])));
+    expect(found).toEqual([]);
+  });
+
+  /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+  const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  const anchors = (file: string) => new Set(readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```$/gm, '')
+    .split('\n').filter((l) => /^#+ /.test(l)).map((l) => slug(l.replace(/^#+ /, ''))));
+
+  it('every link to a doc, and every docs/….md#anchor a file cites, resolves', () => {
+    const broken: string[] = [];
+    const check = (from: string, base: string, target: string) => {
+      const [path, anchor] = target.split('#');
+      const file = path ? join(base, path) : join(PACKAGE_ROOT, from);
+      if (!existsSync(file)) broken.push(`${from}: ${target} (no such file)`);
+      else if (anchor && file.endsWith('.md') && !anchors(file).has(anchor)) broken.push(`${from}: ${target} (no such heading)`);
+    };
+    for (const f of tracked) {
+      const text = readFileSync(join(PACKAGE_ROOT, f), 'utf8');
+      if (f.endsWith('.md')) {
+        for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+          if (!/^[a-z]+:/.test(target!)) check(f, dirname(join(PACKAGE_ROOT, f)), target!);
+        }
+      }
+      // A source comment's citation of a doc (with or without its #anchor), from the repository's root.
+      for (const [, target] of text.matchAll(/(?<![\w./])(docs\/[\w-]+\.md(?:#[\w-]+)?)/g)) {
+        check(f, PACKAGE_ROOT, target!);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 });

@@ -162,7 +162,7 @@ describe('subagent-context uninstall', () => {
 
     const result = await db.up(schema);
     expect(result.backfill).toMatchObject({ status: 'activated', inserted: 1 });
-    // The stored row wins over history (SPEC §8: a live row always survives the backfill) ...
+    // The stored row wins over history (docs/decisions.md#history-paths: a live row always survives the backfill) ...
     expect(await rows(schema)).toEqual([
       { ...first },
       expect.objectContaining({ tool_call_id: 'toolu_r2', agent_execution_id: 'unknown', source: 'backfill', total_tokens: 200n }),
