@@ -132,3 +132,13 @@ describe('citations a user can follow', () => {
     expect(broken).toEqual([]);
   });
 });
+
+describe('advice that is safe to follow', () => {
+  it('no doc or --help says `health || repair`: || runs repair on exit 2 and 3 too (capture off, could not check)', () => {
+    const unsafe = /health\b[^|\n`]*\|\|\s*(?:subagent-context\s+)?repair/;
+    const found = tracked.filter((f) => /^(docs\/.*\.md|README\.md|src\/.*\.ts)$/.test(f))
+      .flatMap((f) => readFileSync(join(PACKAGE_ROOT, f), 'utf8').split('\n')
+        .flatMap((line, i) => (unsafe.test(line) ? [`${f}:${i + 1}`] : [])));
+    expect(found).toEqual([]);
+  });
+});
