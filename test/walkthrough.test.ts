@@ -55,7 +55,8 @@ function firing(metrics: string, minutes = 60): string[] {
   }
 }
 
-describe('a fresh clone, followed through the docs', () => {
+// Each step runs several commands in a row (a build, npx start-ups): minutes on a busy machine.
+describe('a fresh clone, followed through the docs', { timeout: 300_000 }, () => {
   it('builds as install.md says (npm ci is the link to this tree\'s node_modules)', async () => {
     execFileSync('git', ['clone', '-q', PACKAGE_ROOT, clone]);
     symlinkSync(join(PACKAGE_ROOT, 'node_modules'), join(clone, 'node_modules'));
