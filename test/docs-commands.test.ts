@@ -17,7 +17,8 @@ import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { readDoc } from './helpers/doc-blocks.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { planTraffic, writeHistory } from '../kandev/traffic.js';
+import { planTraffic } from '../kandev/traffic-plan.js';
+import { writeHistory } from '../kandev/traffic-write.js';
 
 interface Session { before: string[][]; steps: Array<{ args: string[]; expected: string }>; line: number }
 

@@ -14,7 +14,8 @@ import { freshDatabase } from './helpers/database.js';
 import { blocksUnder, runShell } from './helpers/doc-blocks.js';
 import { installRelease, RELEASES } from './helpers/releases.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { planTraffic, writeHistory } from '../kandev/traffic.js';
+import { planTraffic } from '../kandev/traffic-plan.js';
+import { writeHistory } from '../kandev/traffic-write.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 
 const work = mkdtempSync(join(tmpdir(), 'sc-walkthrough-'));

@@ -41,16 +41,16 @@ describe('the command line', () => {
     expect(r.stdout).toMatch(/^subagent-context metrics/);
   });
 
-  it('an unknown command is one sentence pointing at --help, exit 3', async () => {
+  it('an unknown command is one sentence with the nearest command and --help, exit 3', async () => {
     const r = await run('hralth');
     expect(r).toEqual({ code: ERROR_EXIT, stdout: '',
-      stderr: 'error: unknown command "hralth". Run `subagent-context --help` for the list.' });
+      stderr: 'error: unknown command "hralth": did you mean `subagent-context health`? Run `subagent-context --help` for the list.' });
   });
 
   it("an unknown option names the option and the command's --help, exit 3", async () => {
     const r = await run('health', '--sinse', '7d');
     expect(r.code).toBe(ERROR_EXIT);
-    expect(r.stderr).toMatch(/^error: .*'--sinse'.*\. Run `subagent-context health --help`\.$/);
+    expect(r.stderr).toBe('error: unknown option --sinse. Run `subagent-context health --help`.');
   });
 
   it('a stray argument is refused: options start with --', async () => {
