@@ -1,6 +1,7 @@
 // Connections, and the errors an operator can act on.
 import pg from 'pg';
 import { SQL } from 'sql-template-strings';
+import { redactUrl } from './secrets.js';
 
 export type Client = pg.Client;
 
@@ -122,8 +123,9 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
   }
 }
 
+/** A connection URL as it may be shown: no password, wherever it sits (src/secrets.ts). */
 export function redact(url: string): string {
-  return url.replace(/(\/\/[^:/@]+):[^@]*@/, '$1:***@');
+  return redactUrl(url);
 }
 
 /** Refuses what is not a postgres:// URL before pg reads it (it would look "not-a-url" up as a host name). */

@@ -11,6 +11,7 @@ import { demoCommand } from './commands/demo.js';
 import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
 import { explain, ERROR_EXIT, PrivilegeError, privilegeMessage } from './db.js';
+import { scrubSecrets } from './secrets.js';
 import { red, safe, safeLines } from './output.js';
 import { PACKAGE_VERSION } from '#sql';
 
@@ -139,9 +140,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const verbose = Boolean(values.verbose);
   const schema = (values.schema as string | undefined) ?? 'public';
+  const databaseUrl = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
   try {
     return await command.run({
-      databaseUrl: (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL,
+      databaseUrl,
       schema,
       json: Boolean(values.json),
       verbose,
@@ -152,8 +154,9 @@ export async function main(argv: string[]): Promise<number> {
     const e = explain(err);
     const message = e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message;
     // Error messages can quote database values (a schema name, a failure's text): escaped for the terminal.
-    console.error(red(`error: ${safeLines(message)}`));
-    if (verbose) console.error((err as Error)?.stack ?? String(err));
+    // Whatever produced them, no password leaves (src/secrets.ts).
+    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl))}`));
+    if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl));
     return ERROR_EXIT;
   }
 }

@@ -1,0 +1,91 @@
+// Secrets never reach a terminal, a log line or an HTTP response (docs/security.md, "What the metrics
+// exporter exposes"). Two layers: a connection URL is shown parsed, with its password and password-like
+// query parameters replaced; and any other text that leaves the process (an error from pg or Node, a
+// scrape error) has every password this process knows of cut out of it, wherever it appears.
+
+const HIDDEN = '***';
+
+/** Query parameters that carry a secret (libpq's `password` and `sslpassword`, and their look-alikes). */
+const SECRET_PARAM = /pass|secret|token/i;
+
+/** Every password this process has seen: in the URLs it redacted, PGPASSWORD, one pg read from a pgpass file. */
+const known = new Set<string>();
+
+function safeDecode(s: string): string | undefined {
+  try { return decodeURIComponent(s); } catch { return undefined; }
+}
+
+/** Remembers a secret, so that scrubSecrets() removes it from any text (a pgpass password pg read, say). */
+export function rememberSecret(secret: string | undefined | null): void {
+  if (!secret) return;
+  for (const form of [secret, encodeURIComponent(secret), safeDecode(secret)]) if (form && form !== HIDDEN) known.add(form);
+}
+
+/**
+ * A connection URL as it may be shown: the password (an empty user's too, one holding `@` too) and every
+ * password-like query parameter replaced by ***. The secrets it hides are remembered for scrubSecrets().
+ */
+export function redactUrl(url: string): string {
+  let parsed: URL | undefined;
+  try { parsed = new URL(url); } catch { /* not a URL: the text rules below */ }
+  if (!parsed || !parsed.host) return redactLoosely(url);
+  if (parsed.password) {
+    rememberSecret(parsed.password);
+    parsed.password = HIDDEN;
+  }
+  for (const [key, value] of [...parsed.searchParams]) {
+    if (SECRET_PARAM.test(key)) {
+      rememberSecret(value);
+      parsed.searchParams.set(key, HIDDEN);
+    }
+  }
+  return parsed.toString();
+}
+
+/**
+ * What a string that does not parse as a URL may show: everything between `://` and the last `@` before the
+ * path becomes user:***, and password-like `key=value` pairs lose their value.
+ */
+function redactLoosely(text: string): string {
+  return text
+    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/)([^/?#\s]*)@/gi, (_m, scheme: string, userinfo: string) => {
+      const colon = userinfo.indexOf(':');
+      if (colon < 0) return `${scheme}${userinfo}@`;
+      rememberSecret(userinfo.slice(colon + 1));
+      return `${scheme}${userinfo.slice(0, colon)}:${HIDDEN}@`;
+    })
+    .replace(/([?&;\s]|^)([\w-]*(?:pass|secret|token)[\w-]*)=([^&\s"']*)/gi, (_m, lead: string, key: string, value: string) => {
+      rememberSecret(value);
+      return `${lead}${key}=${HIDDEN}`;
+    });
+}
+
+/** The environment's secrets, read when asked (they may be set after this module loaded). */
+function rememberEnvironment(): void {
+  rememberSecret(process.env.PGPASSWORD);
+  if (process.env.DATABASE_URL) redactUrl(process.env.DATABASE_URL);
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `text` with every connection URL in it redacted and every known secret cut out; `urls` adds the secrets of
+ * URLs the caller knows of (the command's --database-url). A secret shorter than 4 characters is cut only
+ * where it stands alone, so that a password like "pg" does not shred every word holding those letters. A
+ * password that is also the user or database name is cut there too: safe first, readable second.
+ */
+export function scrubSecrets(text: string, ...urls: Array<string | undefined>): string {
+  for (const url of urls) if (url) redactUrl(url);
+  rememberEnvironment();
+  // A URL in prose ends before a bracket, a quote or a space; trailing punctuation is the sentence's.
+  let out = text.replace(/\b(?:postgres|postgresql):\/\/[^\s"'<>`()[\]]+/gi, (u) => {
+    const tail = /[.,:;!?]+$/.exec(u)?.[0] ?? '';
+    return redactUrl(u.slice(0, u.length - tail.length)) + tail;
+  });
+  // Longest first: a secret that contains another is cut whole.
+  for (const secret of [...known].sort((a, b) => b.length - a.length)) {
+    const pattern = secret.length >= 4 ? escapeRegExp(secret) : `(?<![A-Za-z0-9])${escapeRegExp(secret)}(?![A-Za-z0-9])`;
+    out = out.replace(new RegExp(pattern, 'g'), HIDDEN);
+  }
+  return out;
+}
