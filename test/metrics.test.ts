@@ -7,7 +7,9 @@ import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli, startCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_VERSION } from '#sql';
-import { STATUS_VALUES, METRICS } from '../src/commands/metrics.js';
+import { STATUS_VALUES, METRICS } from '../src/metrics/format.js';
+import { installRelease, RELEASES } from './helpers/releases.js';
+import { sqlFile } from '#sql';
 
 const db = await freshDatabase('metrics');
 const seeded = await seedReportFixture(db);
@@ -15,6 +17,14 @@ await db.createHost('pending');
 await db.install('pending'); // installed, never activated
 await db.createHost('doomed');
 await db.up('doomed');
+await db.createHost('bare'); // kandev's tables, nothing of ours
+await db.createHost('removed');
+await db.up('removed');
+await db.createHost('orphan');
+await db.up('orphan');
+await db.query(sqlFile('drop-code.sql', 'orphan')); // the code gone, the trigger left (a hand-made removal cut short)
+await db.createHost('old');
+await installRelease(RELEASES.find((r) => r.version === '0.1.0')!, db.url, 'old');
 const cli = builtCli();
 const env = { DATABASE_URL: db.url };
 
@@ -73,7 +83,7 @@ async function serve(args: string[]): Promise<{ child: ChildProcess; url: string
 
 describe('metrics --listen', () => {
   it('serves health gauges and capture counters that match the database', async () => {
-    const { child, url, exited } = await serve([]);
+    const { child, url, exited } = await serve(['--cache-seconds', '0']);
     const res = await fetch(url);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
@@ -93,6 +103,7 @@ describe('metrics --listen', () => {
                                                  WHERE metadata LIKE '%subagent_task%' AND created_at >= '2099-01-01'`)).rows[0].s);
     expect(Object.fromEntries([...m.keys()].map((k) => [k, value(m, k)]))).toEqual({
       subagent_context_up: 1,
+      subagent_context_upgrade_required: 0,
       subagent_context_activated: 1,
       subagent_context_trigger_installed: 1,
       subagent_context_trigger_enabled: 1,
@@ -130,14 +141,14 @@ describe('metrics --listen', () => {
   });
 
   it('reports up 0, with the reason as a comment, when a scrape fails', async () => {
-    const { child, url, exited } = await serve(['--schema', 'doomed']);
+    const { child, url, exited } = await serve(['--schema', 'doomed', '--cache-seconds', '0']);
     expect(value(parse(await (await fetch(url)).text()), 'subagent_context_up')).toBe(1);
     await db.query('DROP SCHEMA doomed CASCADE');
     const text = await (await fetch(url)).text();
     const m = parse(text);
     expect([...m.keys()]).toEqual(['subagent_context_up']);
     expect(value(m, 'subagent_context_up')).toBe(0);
-    expect(text).toMatch(/^# scrape error: schema "doomed" does not exist\. Create the schema or pass the schema that holds kandev's tables with --schema\.$/m);
+    expect(text).toMatch(/^# scrape error: schema "doomed" not found\. Pass the schema that holds kandev's tables with --schema\.$/m);
     child.kill('SIGINT');
     expect(await exited).toBe(0);
   });
@@ -169,6 +180,86 @@ describe('metrics --once', () => {
     const missing = await runCli(cli, ['metrics', '--once', '--schema', 'nowhere'], env);
     expect(missing.code).toBe(3);
     expect(missing.stderr.trim()).toBe('error: schema "nowhere" not found. Pass the schema that holds kandev\'s tables with --schema.');
+  });
+});
+
+describe('a database that answers is up, whatever is installed', () => {
+  const once = async (schema: string) => {
+    const r = await runCli(cli, ['metrics', '--once', '--schema', schema], env);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    return parse(r.stdout);
+  };
+
+  it('before `up`: not_installed, up 1, no upgrade series', async () => {
+    const m = await once('bare');
+    expect(value(m, 'subagent_context_up')).toBe(1);
+    expect(statusOf(m)).toBe('not_installed');
+    expect(value(m, 'subagent_context_trigger_installed')).toBe(0);
+    expect(m.get('subagent_context_info')!.metrics[0].labels).toEqual({ schema: 'bare', installed_version: '', package_version: PACKAGE_VERSION });
+    expect(m.has('subagent_context_upgrade_required')).toBe(false);
+    expect(m.has('subagent_context_shortfall')).toBe(false);
+  });
+
+  it('after `uninstall`: not_installed, up 1', async () => {
+    const r = await runCli(cli, ['uninstall', '--schema', 'removed'], env);
+    expect(r.code, r.stderr).toBe(0);
+    const m = await once('removed');
+    expect(value(m, 'subagent_context_up')).toBe(1);
+    expect(statusOf(m)).toBe('not_installed');
+  });
+
+  it('the trigger left without its code: trigger_orphaned, up 1', async () => {
+    const m = await once('orphan');
+    expect(value(m, 'subagent_context_up')).toBe(1);
+    expect(statusOf(m)).toBe('trigger_orphaned');
+    expect(value(m, 'subagent_context_trigger_installed')).toBe(1);
+  });
+
+  it('0.1.0 still installed: up 1, upgrade required, its version in the info labels, no verdict it cannot give', async () => {
+    const m = await once('old');
+    expect(value(m, 'subagent_context_up')).toBe(1);
+    expect(value(m, 'subagent_context_upgrade_required')).toBe(1);
+    expect(m.get('subagent_context_info')!.metrics[0].labels).toEqual({ schema: 'old', installed_version: '0.1.0', package_version: PACKAGE_VERSION });
+    expect(m.has('subagent_context_status')).toBe(false);
+    expect(m.has('subagent_context_shortfall')).toBe(false);
+  });
+
+  it('the release installed now is not an upgrade', async () => {
+    expect(value(await once('public'), 'subagent_context_upgrade_required')).toBe(0);
+  });
+});
+
+describe('metrics --once --json', () => {
+  it('prints one JSON object with the values of the text format', async () => {
+    const [text, json] = await Promise.all([runCli(cli, ['metrics', '--once'], env), runCli(cli, ['metrics', '--once', '--json'], env)]);
+    expect(json.code, json.stderr).toBe(0);
+    const o = JSON.parse(json.stdout) as Record<string, unknown>;
+    const m = parse(text.stdout);
+    expect(o.schema).toBe('public');
+    expect(o.error).toBeNull();
+    expect(o.subagent_context_status).toBe(statusOf(m));
+    expect(o.subagent_context_info).toEqual({ installed_version: m.get('subagent_context_info')!.metrics[0].labels!.installed_version, package_version: PACKAGE_VERSION });
+    for (const def of METRICS) {
+      if (def.name === 'subagent_context_status' || def.name === 'subagent_context_info') continue;
+      expect(o[def.name], def.name).toBe(m.has(def.name) ? value(m, def.name) : null);
+    }
+    expect(Object.keys(o)).toEqual(['schema', ...METRICS.map((d) => d.name), 'error']);
+  });
+
+  it('before activation: the unknown values are null; when the database cannot be read: up 0, the error, exit 3', async () => {
+    const pending = JSON.parse((await runCli(cli, ['metrics', '--once', '--json', '--schema', 'pending'], env)).stdout);
+    expect(pending).toMatchObject({ subagent_context_status: 'not_activated', subagent_context_shortfall: null, subagent_context_activated: 0 });
+    const down = await runCli(cli, ['metrics', '--once', '--json', '--schema', 'nowhere'], env);
+    expect(down.code).toBe(3);
+    expect(JSON.parse(down.stdout)).toMatchObject({ subagent_context_up: 0, subagent_context_status: null,
+      error: 'schema "nowhere" not found. Pass the schema that holds kandev\'s tables with --schema.' });
+  });
+
+  it('--json without --once is refused', async () => {
+    const r = await runCli(cli, ['metrics', '--json'], env);
+    expect(r.code).toBe(3);
+    expect(r.stderr.trim()).toBe('error: --json goes with --once (a scrape is always the Prometheus text format).');
   });
 });
 

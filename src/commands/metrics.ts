@@ -1,163 +1,81 @@
-import type { Command, CommandContext } from './types.js';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import pg from 'pg';
-import { connect, explain, redact, UserError, assertSchemaExists } from '../db.js';
-import { PACKAGE_VERSION, sqlFile } from '#sql';
-import { safe } from '../output.js';
-import { HEALTH_STATUSES } from '../status.js';
+import type { Command } from './types.js';
+import { checkUrl, UserError } from '../db.js';
+import { printJson } from '../output.js';
+import { METRICS, formatMetrics, metricsJson } from '../metrics/format.js';
+import { evaluate } from '../metrics/evaluate.js';
+import { afterEvaluation } from '../metrics/after-evaluation.js';
 
-interface Sample { name: string; help: string; type: 'gauge' | 'counter'; value: number | null; labels?: Record<string, string> }
+/** Defaults: below Prometheus' default scrape_timeout (10 s), and a cache that merges bursts of scrapes. */
+const DEFAULT_TIMEOUT_SECONDS = 8;
+const DEFAULT_CACHE_SECONDS = 5;
 
-/** health's status values (docs/health.md), exported as a state set: one series per value, 1 for the current one. */
-export const STATUS_VALUES = HEALTH_STATUSES;
-
-// Label values are shown safe() first: `metrics --once` on a terminal must not pass control characters
-// through (an installed_version or a schema name is text from the database). safe() writes them as
-// \x1b, whose backslash the format's own escaping then doubles, so Prometheus reads the text "\x1b".
-const labelValue = (v: string) => `"${safe(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
-
-/** Every metric `metrics` can export, in order, with its type and help (also what `metrics --help` lists). */
-export const METRICS: Array<Omit<Sample, 'value' | 'labels'> & { column?: string }> = [
-  { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape, else 0.' },
-  { name: 'subagent_context_status', type: 'gauge', help: "Health's one verdict (subagent_context_health().status): 1 for the current value of the status label, 0 for the others." },
-  { name: 'subagent_context_info', type: 'gauge', help: 'Always 1; the labels carry the installed release (installed_version) and the exporter\'s (package_version).' },
-  { name: 'subagent_context_activated', type: 'gauge', help: '1 when the activation key capture_since is present.', column: 'activated' },
-  { name: 'subagent_context_trigger_installed', type: 'gauge', help: '1 when the capture trigger exists on task_session_messages.', column: 'trigger_installed' },
-  { name: 'subagent_context_trigger_enabled', type: 'gauge', help: '1 when the capture trigger fires in normal sessions (enabled ORIGIN or ALWAYS).', column: 'trigger_enabled' },
-  { name: 'subagent_context_shortfall', type: 'gauge', help: 'Subagents written since activation that have no row: the only alarm. Absent before activation.', column: 'shortfall' },
-  { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', column: 'excess' },
-  { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', column: 'last_observed_seconds' },
-  { name: 'subagent_context_last_subagent_message_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest subagent message created since activation. Absent when none.', column: 'last_message_seconds' },
-  { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key). Absent before activation.', column: 'capture_since_seconds' },
-  { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', column: 'failures' },
-  { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', column: 'collisions' },
-  { name: 'subagent_context_attempted_total', type: 'counter', help: 'Qualifying message writes seen by the capture trigger.', column: 'attempted' },
-  { name: 'subagent_context_skipped_no_identity_total', type: 'counter', help: 'Qualifying writes skipped for lack of session, task or tool call id.', column: 'skipped_no_identity' },
-  { name: 'subagent_context_persisted_total', type: 'counter', help: 'Qualifying writes whose upsert succeeded.', column: 'persisted' },
-  { name: 'subagent_context_failed_total', type: 'counter', help: 'Qualifying writes whose upsert failed (caught; the message write went on).', column: 'failed' },
-  { name: 'subagent_context_anomalous_value_total', type: 'counter', help: 'Writes with a negative or malformed metric.', column: 'anomalous_value' },
-  { name: 'subagent_context_unknown_execution_total', type: 'counter', help: "Persisted writes stored under execution 'unknown'.", column: 'unknown_execution' },
-];
-
-/** The Prometheus text exposition format (version 0.0.4) for one scrape. */
-export function formatMetrics(schema: string, up: boolean, row: Record<string, unknown> | null, error?: string, packageVersion = PACKAGE_VERSION): string {
-  const n = (v: unknown): number | null => (v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : Number(v));
-  const r = row ?? {};
-  const lines: string[] = [];
-  if (error) lines.push(`# scrape error: ${safe(error.replace(/\s+/g, ' '))}`);
-  for (const m of METRICS) {
-    let samples: Array<{ labels: Record<string, string>; value: number | null }>;
-    if (m.name === 'subagent_context_up') samples = [{ labels: {}, value: up ? 1 : 0 }];
-    else if (!up) continue;
-    else if (m.name === 'subagent_context_status') {
-      samples = STATUS_VALUES.map((v) => ({ labels: { status: v }, value: r.status === v ? 1 : 0 }));
-    } else if (m.name === 'subagent_context_info') {
-      samples = [{ labels: { installed_version: String(r.installed_version ?? ''), package_version: packageVersion }, value: 1 }];
-    } else samples = [{ labels: {}, value: n(r[m.column!]) }];
-    // An unknown value (e.g. the shortfall before activation) is left out rather than reported as 0.
-    samples = samples.filter((x) => x.value !== null && !Number.isNaN(x.value));
-    if (samples.length === 0) continue;
-    lines.push(`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`);
-    for (const x of samples) {
-      const labels = Object.entries({ schema, ...x.labels }).map(([k, v]) => `${k}=${labelValue(v)}`).join(',');
-      lines.push(`${m.name}{${labels}} ${x.value}`);
-    }
+function seconds(value: unknown, flag: string, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(String(value)) || n < min || n > 3600) {
+    throw new UserError(`--${flag} takes a number of seconds from ${min} to 3600, got "${value}".`);
   }
-  return lines.join('\n') + '\n';
-}
-
-async function readMetricsRow(client: pg.ClientBase, schema: string): Promise<Record<string, unknown>> {
-  const { rows } = await client.query(sqlFile('dashboards/metrics.sql', schema));
-  return rows[0];
-}
-
-function parseListen(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) {
-    throw new UserError(`--listen must be HOST:PORT (e.g. 127.0.0.1:9811 or [::1]:9811), got "${value}".`);
-  }
-  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
-}
-
-async function serve(ctx: CommandContext, listen: string): Promise<number> {
-  const { host, port } = parseListen(listen);
-  // Fail fast, with the usual one-line errors, when the database is unusable at start.
-  const first = await connect(ctx.databaseUrl);
-  try {
-    await assertSchemaExists(first, ctx.schema);
-    await readMetricsRow(first, ctx.schema);
-  } catch (err) {
-    throw explain(err, ctx.databaseUrl);
-  } finally {
-    await first.end().catch(() => {});
-  }
-  const pool = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2, application_name: 'subagent-context metrics' });
-  pool.on('error', () => {});
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') { res.writeHead(405, { Allow: 'GET, HEAD' }).end(); return; }
-    if (path === '/') { res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end('subagent-context metrics: see /metrics\n'); return; }
-    if (path !== '/metrics') { res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: see /metrics\n'); return; }
-    let body: string;
-    try {
-      const client = await pool.connect();
-      try { body = formatMetrics(ctx.schema, true, await readMetricsRow(client, ctx.schema)); } finally { client.release(); }
-    } catch (err) {
-      body = formatMetrics(ctx.schema, false, null, explain(err, ctx.databaseUrl).message);
-    }
-    res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : body);
-  };
-  const server = createServer((req, res) => { handle(req, res).catch(() => res.destroy()); });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new UserError(`cannot listen on ${listen}: ${err.code ?? err.message}. Pick a free port with --listen HOST:PORT.`)));
-    server.listen(port, host, () => resolve());
-  });
-  const addr = server.address();
-  const shown = typeof addr === 'object' && addr ? `${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : listen;
-  console.log(`serving metrics for schema "${ctx.schema}" of ${redact(ctx.databaseUrl ?? '')} on http://${shown}/metrics`);
-  await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await pool.end().catch(() => {});
-  return 0;
+  return n;
 }
 
 export const metricsCommand: Command = {
   name: 'metrics',
   summary: 'serve health and capture counters in the Prometheus text format (or print them once)',
-  usage: `subagent-context metrics [--database-url URL] [--schema S] [--listen HOST:PORT | --once]
+  usage: `subagent-context metrics [--database-url URL] [--schema S] [--listen HOST:PORT | --once [--json]]
+                         [--timeout-seconds N] [--cache-seconds N] [--web-config-file FILE]
 
-Serves GET /metrics in the Prometheus text format, reading the database on every scrape:
+Serves GET /metrics in the Prometheus text format:
 ${METRICS.map((m) => `  ${m.name.padEnd(58)} ${m.type}`).join('\n')}
 subagent_context_status has one series per status value (label status="..."), 1 for health's current
-verdict. A value that is unknown (the shortfall before activation) is left out, never reported as 0.
-When the database does not answer a scrape, subagent_context_up is 0. Stops on Ctrl-C / SIGTERM.
+verdict; not_installed when the schema has no installation. A value that is unknown (the shortfall before
+activation) is left out, never reported as 0. subagent_context_up is 0 only when the database could not be
+read (unreachable, refused, too slow, no privilege): the scrape says why in a "# scrape error:" comment.
+subagent_context_upgrade_required is 1 when the installed release is older: run \`subagent-context up\`.
 Alerting rules for these series ship in the package: alerts/subagent-context.rules.yml.
 
+Scrapes share the work: one evaluation at a time serves every scrape that arrives while it runs, its result
+is served again for --cache-seconds, and it is cancelled in the database when every scrape waiting for it
+has gone. It starts listening at once; the first scrape reads the database. Stops on Ctrl-C / SIGTERM.
+
 Options:
-  --listen HOST:PORT   where to listen (default 127.0.0.1:9811; port 0 picks a free one)
-  --once               print the metrics once to stdout and exit (cron, node_exporter textfile)
+  --listen HOST:PORT        where to listen (default 127.0.0.1:9811, this machine only; port 0 picks a free one)
+  --web-config-file FILE    TLS and basic auth, in the Prometheus exporter toolkit's format (docs/security.md):
+                            needed before listening anywhere but loopback
+  --timeout-seconds N       the most one evaluation may take, every query's statement_timeout (default
+                            ${DEFAULT_TIMEOUT_SECONDS}; keep it below Prometheus' scrape_timeout, 10 s unless set)
+  --cache-seconds N         serve a finished evaluation again for N seconds (default ${DEFAULT_CACHE_SECONDS}; 0: never)
+  --once                    print the metrics once to stdout and exit (cron, node_exporter textfile); exit 3
+                            when the database could not be read
+  --json                    with --once: one JSON object of the same values (unknown values are null)
 
 Examples:
-  subagent-context metrics --listen 0.0.0.0:9811
+  subagent-context metrics
+  subagent-context metrics --listen 0.0.0.0:9811 --web-config-file /etc/subagent-context/web.yml
   subagent-context metrics --once > /var/lib/node_exporter/subagent_context.prom
   promtool check rules node_modules/subagent-context/alerts/subagent-context.rules.yml`,
-  options: { listen: { type: 'string' }, once: { type: 'boolean' } },
-  conflicts: [['listen', 'once']],
+  options: {
+    listen: { type: 'string' }, once: { type: 'boolean' },
+    'timeout-seconds': { type: 'string' }, 'cache-seconds': { type: 'string' }, 'web-config-file': { type: 'string' },
+  },
+  conflicts: [['listen', 'once'], ['web-config-file', 'once'], ['cache-seconds', 'once']],
   async run(ctx) {
+    const timeoutMs = seconds(ctx.args['timeout-seconds'], 'timeout-seconds', DEFAULT_TIMEOUT_SECONDS, 0.1) * 1000;
+    const cacheMs = seconds(ctx.args['cache-seconds'], 'cache-seconds', DEFAULT_CACHE_SECONDS, 0) * 1000;
+    if (!ctx.databaseUrl) throw new UserError('no database given: pass --database-url URL or set DATABASE_URL.');
+    checkUrl(ctx.databaseUrl); // a URL that cannot work fails now, not at the first scrape
+    const target = { databaseUrl: ctx.databaseUrl, schema: ctx.schema, timeoutMs };
+    if (ctx.json && !ctx.args.once) throw new UserError('--json goes with --once (a scrape is always the Prometheus text format).');
     if (ctx.args.once) {
-      const client = await connect(ctx.databaseUrl);
-      try {
-        await assertSchemaExists(client, ctx.schema);
-        process.stdout.write(formatMetrics(ctx.schema, true, await readMetricsRow(client, ctx.schema)));
-      } catch (err) {
-        throw explain(err, ctx.databaseUrl);
-      } finally {
-        await client.end().catch(() => {});
-      }
+      const evaluation = await evaluate(target);
+      await afterEvaluation(evaluation, { ...target, signal: new AbortController().signal });
+      if (ctx.json) printJson(metricsJson(ctx.schema, evaluation));
+      else process.stdout.write(formatMetrics(ctx.schema, evaluation));
+      if (!evaluation.up) throw new UserError(evaluation.error ?? 'the database could not be read.');
       return 0;
     }
-    return serve(ctx, (ctx.args.listen as string | undefined) ?? '127.0.0.1:9811');
+    // Loaded only to serve: TLS, YAML and bcrypt are not every command's business.
+    const { serveMetrics } = await import('../metrics/server.js');
+    return serveMetrics({ ...target, cacheMs, listen: (ctx.args.listen as string | undefined) ?? '127.0.0.1:9811',
+      webConfigFile: ctx.args['web-config-file'] as string | undefined });
   },
 };

@@ -1,0 +1,153 @@
+// One evaluation: what the metrics say about one schema, read on a connection of its own that lives only
+// for it. Every fault (refused, reset, terminated, cut, silent) ends as `up: false` with a reason, never as
+// an exception or an 'error' event nobody listens to; every query is bounded by statement_timeout, the
+// whole by a deadline, and `signal` (no scrape is waiting any more) cancels the server-side query.
+import { connect as netConnect } from 'node:net';
+import pg from 'pg';
+import { sqlFile } from '#sql';
+import { assertSchemaExists, captureTriggerExists, explain } from '../db.js';
+import { readInstalledCode } from '../install.js';
+import { rememberSecret, scrubSecrets } from '../secrets.js';
+import type { HealthStatus } from '../status.js';
+
+export interface Evaluation {
+  /** The database answered and what is installed could be read (nothing installed counts as read). */
+  up: boolean;
+  /** health's verdict; null when unknown (down, or a release too old to say). */
+  status: HealthStatus | null;
+  /** The installed release; null when nothing is installed. */
+  installedVersion: string | null;
+  /** Whether `up` has work to do on the installation; null when unknown or nothing is installed. */
+  upgradeRequired: boolean | null;
+  /** metrics.sql's row (sql/dashboards/metrics.sql), or what is known without it. */
+  row: Record<string, unknown> | null;
+  /** Why `up` is false (or what could not be read), scrubbed of secrets. */
+  error?: string;
+  /** When it finished, in ms since the epoch (what the cache's age is measured from). */
+  finishedAt: number;
+}
+
+export interface EvaluationTarget {
+  databaseUrl: string;
+  schema: string;
+  /** The longest the whole evaluation may take; each query's statement_timeout too. */
+  timeoutMs: number;
+}
+
+/** How the exporter's sessions show in pg_stat_activity. */
+export const APPLICATION_NAME = 'subagent-context metrics';
+
+/** SQLSTATEs of a name that an older release does not have (function, table, column). */
+const OLDER_RELEASE = new Set(['42883', '42P01', '42703']);
+
+/** What pg's Client holds but its types do not declare. */
+interface ClientInternals { processID: number | null; secretKey: number | null; host: string; port: number; password?: unknown; connection?: { stream?: { destroy(): void } } }
+const internals = (client: pg.Client) => client as unknown as ClientInternals;
+
+/**
+ * Asks the server to cancel what `client`'s backend is running: the protocol's CancelRequest, sent on a
+ * connection of its own (no login, no privilege needed; a server accepts it whatever its pg_hba says).
+ */
+function sendCancel(client: pg.Client): void {
+  const { processID, secretKey, host, port } = internals(client);
+  if (processID === null || secretKey === null) return;
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4);
+  packet.writeInt32BE(processID, 8);
+  packet.writeInt32BE(secretKey, 12);
+  const socket = host.startsWith('/') ? netConnect(`${host}/.s.PGSQL.${port}`) : netConnect(port, host);
+  socket.on('error', () => {});
+  socket.setTimeout(2000, () => socket.destroy());
+  socket.on('connect', () => socket.end(packet));
+}
+
+/** Ends the connection; one that does not close within a second (a silent network) is destroyed. */
+async function close(client: pg.Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.end().catch(() => {}),
+    new Promise<void>((resolve) => { timer = setTimeout(() => { internals(client).connection?.stream?.destroy(); resolve(); }, 1000); }),
+  ]);
+  clearTimeout(timer);
+}
+
+type Known = Omit<Evaluation, 'finishedAt'>;
+
+/** What the schema holds, read inside the evaluation's transaction. */
+async function readState(client: pg.Client, schema: string): Promise<Known> {
+  await assertSchemaExists(client, schema);
+  const code = await readInstalledCode(client, schema);
+  if (!code) {
+    // Nothing to ask: no installation, or only the trigger left behind (docs/uninstall.md).
+    const trigger = await captureTriggerExists(client, schema);
+    return { up: true, status: trigger ? 'trigger_orphaned' : 'not_installed', installedVersion: null, upgradeRequired: null,
+      row: { trigger_installed: trigger } };
+  }
+  const tooOld: Known = { up: true, status: null, installedVersion: code.version, upgradeRequired: true, row: null };
+  // 0.1.0's health has no status column: this release cannot read it, and says "upgrade" instead.
+  if (code.code_digest === null) return tooOld;
+  try {
+    const { rows } = await client.query(sqlFile('dashboards/metrics.sql', schema));
+    const row = rows[0] as Record<string, unknown>;
+    return { up: true, status: row.status as HealthStatus, installedVersion: (row.installed_version as string | null) ?? code.version,
+      upgradeRequired: !code.current, row };
+  } catch (err) {
+    if (!code.current && OLDER_RELEASE.has((err as { code?: string }).code ?? '')) {
+      return { ...tooOld, error: `subagent-context ${code.version} is installed; this exporter reads its health after \`subagent-context up\`` };
+    }
+    throw err;
+  }
+}
+
+/** Evaluates once. Never rejects: every failure is an Evaluation with `up: false` and its reason. */
+export async function evaluate(target: EvaluationTarget, signal?: AbortSignal): Promise<Evaluation> {
+  const { databaseUrl, schema, timeoutMs } = target;
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true });
+  // A dropped connection also rejects the query in flight, which is where it is reported.
+  client.on('error', () => {});
+  client.on('notice', () => {});
+  let stopped: string | undefined;
+  let giveUp: (reason: Error) => void = () => {};
+  const abandoned = new Promise<never>((_resolve, reject) => { giveUp = reject; });
+  abandoned.catch(() => {});
+  const stop = (reason: string) => {
+    if (stopped) return;
+    stopped = reason;
+    sendCancel(client);
+    // The server gets half a second to answer the cancel; a silent network gets no more.
+    setTimeout(() => giveUp(new Error(reason)), 500).unref();
+  };
+  const deadline = setTimeout(() => stop(`the database did not answer within ${timeoutMs / 1000} s (--timeout-seconds)`), timeoutMs);
+  const onAbort = () => stop('cancelled: no scrape is waiting for it any more');
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  try {
+    const work = (async () => {
+      await client.connect();
+      const password = internals(client).password;
+      if (typeof password === 'string') rememberSecret(password); // from the URL, PGPASSWORD or a pgpass file
+      await client.query('BEGIN');
+      // SET LOCAL, not a startup parameter: a pooler such as PgBouncer refuses unknown startup parameters and
+      // shares sessions between clients, but keeps a transaction's settings to the transaction.
+      await client.query(`SELECT set_config('statement_timeout', $1, true)`, [`${timeoutMs}ms`]);
+      const state = await readState(client, schema);
+      await client.query(state.error ? 'ROLLBACK' : 'COMMIT');
+      return state;
+    })();
+    work.catch(() => {}); // when the deadline wins the race, whatever the connection does later is moot
+    const known = await Promise.race([abandoned, work]);
+    return { ...known, finishedAt: Date.now() };
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    const reason = stopped ?? (e.code === '57014'
+      ? `health took longer than ${timeoutMs / 1000} s (--timeout-seconds) and was cancelled by statement_timeout`
+      : explain(err, databaseUrl, schema).message);
+    return { up: false, status: null, installedVersion: null, upgradeRequired: null, row: null,
+      error: scrubSecrets(reason, databaseUrl), finishedAt: Date.now() };
+  } finally {
+    clearTimeout(deadline);
+    signal?.removeEventListener('abort', onAbort);
+    await close(client);
+  }
+}
