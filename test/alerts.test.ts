@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli } from './helpers/cli.js';
+import { installRelease, RELEASES } from './helpers/releases.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
@@ -33,7 +34,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const r = await run(promtool!, ['check', 'rules', RULES]);
     console.log(r.out.trim());
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toContain('SUCCESS: 9 rules found');
+    expect(r.out).toContain('SUCCESS: 10 rules found');
   });
 
   it('test rules: each alert is quiet when healthy and fires after its `for`', async () => {
@@ -47,7 +48,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const { readFileSync } = await import('node:fs');
     const alerts = [...readFileSync(RULES, 'utf8').matchAll(/^\s+- alert: (\w+)$/gm)].map((m) => m[1]);
     const tests = readFileSync(RULE_TESTS, 'utf8');
-    expect(alerts).toHaveLength(9);
+    expect(alerts).toHaveLength(10);
     for (const a of alerts) expect(tests, a).toMatch(new RegExp(`alertname: ${a}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
   });
 });
@@ -65,6 +66,9 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
   if (!prometheus) return;
   const db = await freshDatabase('alerts');
   await seedReportFixture(db);
+  await db.createHost('bare'); // kandev's tables, nothing installed
+  await db.createHost('old');
+  await installRelease(RELEASES.find((r) => r.version === '0.1.0')!, db.url, 'old');
   const cli = builtCli();
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'sc-prometheus-'));
@@ -78,12 +82,19 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
     const exporter = spawn(process.execPath, [cli, 'metrics', '--listen', `127.0.0.1:${exporterPort}`, '--database-url', db.url],
       { cwd: PACKAGE_ROOT, stdio: 'ignore' });
     children.push(exporter);
+    // One exporter per installation (schema), as docs/dashboards.md sets them up: nothing installed, and 0.1.0.
+    const others = await Promise.all(['bare', 'old'].map(async (schema) => {
+      const port = await freePort();
+      children.push(spawn(process.execPath, [cli, 'metrics', '--listen', `127.0.0.1:${port}`, '--database-url', db.url, '--schema', schema],
+        { cwd: PACKAGE_ROOT, stdio: 'ignore' }));
+      return `"127.0.0.1:${port}"`;
+    }));
     const promPort = await freePort();
     writeFileSync(join(dir, 'prometheus.yml'), [
       'global: { scrape_interval: 1s, evaluation_interval: 1s }',
       `rule_files: [${JSON.stringify(RULES)}]`,
       'scrape_configs:',
-      `  - { job_name: subagent-context, static_configs: [ { targets: ["127.0.0.1:${exporterPort}"] } ] }`,
+      `  - { job_name: subagent-context, static_configs: [ { targets: ["127.0.0.1:${exporterPort}", ${others.join(', ')}] } ] }`,
     ].join('\n'));
     const prom = spawn(prometheus!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${promPort}`], { stdio: 'ignore' });
@@ -112,15 +123,28 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
 
     const target = await until('/api/v1/targets', (b) => b.data.activeTargets.find((t: any) => t.health === 'up'));
     expect(target.labels.job).toBe('subagent-context');
-    const status = await until(q('subagent_context_status == 1'), (b) => b.data.result[0]);
+    const status = await until(q('subagent_context_status{schema="public"} == 1'), (b) => b.data.result[0]);
     expect(status.metric).toMatchObject({ schema: 'public', status: 'healthy', job: 'subagent-context' });
     const names = await until(q('{job="subagent-context",__name__=~"subagent_context_.*"}'),
       (b) => (b.data.result.length >= 20 ? b.data.result.map((r: any) => r.metric.__name__) : undefined));
     for (const n of ['subagent_context_up', 'subagent_context_shortfall', 'subagent_context_last_subagent_message_timestamp_seconds',
       'subagent_context_persisted_total', 'subagent_context_info']) expect(names).toContain(n);
     const groups = await until('/api/v1/rules', (b) => (b.data.groups.length ? b.data.groups : undefined));
-    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(9);
+    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(10);
     expect(groups[0].rules.every((r: any) => r.health === 'ok'), JSON.stringify(groups[0].rules.map((r: any) => r.lastError))).toBe(true);
+
+    // The database answers for every schema: no "unreachable"; nothing installed is the trigger alert, and
+    // 0.1.0 asks for the upgrade.
+    const up = await until(q('subagent_context_up'), (b) => (b.data.result.length === 3 ? b.data.result : undefined));
+    expect(up.map((r: any) => [r.metric.schema, r.value[1]]).sort()).toEqual([['bare', '1'], ['old', '1'], ['public', '1']]);
+    const firing = (name: string, schema: string) => (b: any) =>
+      b.data.alerts.find((a: any) => a.labels.alertname === name && a.labels.schema === schema);
+    expect(await until('/api/v1/alerts', firing('SubagentContextTriggerMissing', 'bare')))
+      .toMatchObject({ state: 'pending', labels: { status: 'not_installed', severity: 'critical' } });
+    expect(await until('/api/v1/alerts', firing('SubagentContextUpgradeRequired', 'old')))
+      .toMatchObject({ state: 'pending', labels: { installed_version: '0.1.0', severity: 'warning' } });
+    const alerts = (await api('/api/v1/alerts')).data.alerts.map((a: any) => a.labels.alertname);
+    expect(alerts).not.toContain('SubagentContextDatabaseUnreachable');
 
     await db.query('ALTER TABLE task_session_messages DISABLE TRIGGER subagent_context_capture');
     try {
