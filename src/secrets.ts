@@ -48,7 +48,8 @@ export function redactUrl(url: string): string {
  */
 function redactLoosely(text: string): string {
   return text
-    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/)([^/?#\s]*)@/gi, (_m, scheme: string, userinfo: string) => {
+    // A password may hold spaces; the authority ends at the path's slash, so that is where the search stops.
+    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/gi, (_m, scheme: string, userinfo: string) => {
       const colon = userinfo.indexOf(':');
       if (colon < 0) return `${scheme}${userinfo}@`;
       rememberSecret(userinfo.slice(colon + 1));
