@@ -25,6 +25,8 @@ await db.up('orphan');
 await db.query(sqlFile('drop-code.sql', 'orphan')); // the code gone, the trigger left (a hand-made removal cut short)
 await db.createHost('old');
 await installRelease(RELEASES.find((r) => r.version === '0.1.0')!, db.url, 'old');
+await db.createHost('previous');
+await installRelease(RELEASES.find((r) => r.version === '0.2.0')!, db.url, 'previous');
 const cli = builtCli();
 const env = { DATABASE_URL: db.url };
 
@@ -223,6 +225,14 @@ describe('a database that answers is up, whatever is installed', () => {
     expect(m.get('subagent_context_info')!.metrics[0].labels).toEqual({ schema: 'old', installed_version: '0.1.0', package_version: PACKAGE_VERSION });
     expect(m.has('subagent_context_status')).toBe(false);
     expect(m.has('subagent_context_shortfall')).toBe(false);
+  });
+
+  it('0.2.0 installed: its health is read, and the upgrade is asked for', async () => {
+    const m = await once('previous');
+    expect(value(m, 'subagent_context_up')).toBe(1);
+    expect(value(m, 'subagent_context_upgrade_required')).toBe(1);
+    expect(m.get('subagent_context_info')!.metrics[0].labels!.installed_version).toBe('0.2.0');
+    expect(statusOf(m)).toBe('idle');
   });
 
   it('the release installed now is not an upgrade', async () => {
