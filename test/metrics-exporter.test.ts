@@ -96,7 +96,7 @@ describe('metrics --listen under load', () => {
       const text = await scrape(url);
       const took = Date.now() - started;
       expect(upOf(text)).toBe(0);
-      expect(text).toMatch(/^# scrape error: (health took longer than 1 s \(--timeout-seconds\) and was cancelled by statement_timeout|the database did not answer within 1 s)/m);
+      expect(text).toMatch(/^# scrape error: health took longer than 1 s \(--timeout-seconds\) and was cancelled by statement_timeout$/m);
       expect(took).toBeGreaterThanOrEqual(900);
       expect(took).toBeLessThan(2500);
       await until('nothing of ours left running', async () => (await exporterQueries()) === 0, 2000);

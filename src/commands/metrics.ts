@@ -41,8 +41,8 @@ Options:
   --listen HOST:PORT        where to listen (default 127.0.0.1:9811, this machine only; port 0 picks a free one)
   --web-config-file FILE    TLS and basic auth, in the Prometheus exporter toolkit's format (docs/security.md):
                             needed before listening anywhere but loopback
-  --timeout-seconds N       the most one evaluation may take, every query's statement_timeout (default
-                            ${DEFAULT_TIMEOUT_SECONDS}; keep it below Prometheus' scrape_timeout, 10 s unless set)
+  --timeout-seconds N       every query's statement_timeout; an evaluation with no answer 0.5 s later is
+                            abandoned (default ${DEFAULT_TIMEOUT_SECONDS}; keep it below Prometheus' scrape_timeout, 10 s unless set)
   --cache-seconds N         serve a finished evaluation again for N seconds (default ${DEFAULT_CACHE_SECONDS}; 0: never)
   --once                    print the metrics once to stdout and exit (cron, node_exporter textfile); exit 3
                             when the database could not be read

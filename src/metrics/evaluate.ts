@@ -118,7 +118,9 @@ export async function evaluate(target: EvaluationTarget, signal?: AbortSignal): 
     // The server gets half a second to answer the cancel; a silent network gets no more.
     setTimeout(() => giveUp(new Error(reason)), 500).unref();
   };
-  const deadline = setTimeout(() => stop(`the database did not answer within ${timeoutMs / 1000} s (--timeout-seconds)`), timeoutMs);
+  // statement_timeout ends a slow query in the server first; this deadline, half a second later, is for a
+  // connection that answers nothing at all (a silent network, a stuck connect).
+  const deadline = setTimeout(() => stop(`the database did not answer within ${timeoutMs / 1000} s (--timeout-seconds)`), timeoutMs + 500);
   const onAbort = () => stop('cancelled: no scrape is waiting for it any more');
   signal?.addEventListener('abort', onAbort, { once: true });
   if (signal?.aborted) onAbort();
