@@ -96,6 +96,25 @@ describe('connection faults: up 0, the exporter lives on, and the next scrape af
     child.kill('SIGTERM');
   });
 
+  it('the connection kept between scrapes, ended by the server or cut while idle: the next scrape opens another, up 1', async () => {
+    const { child, url, stderr } = await exporter();
+    expect(upOf(await scrape(url))).toBe(1);
+    const idle = async () => (await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+                                              AND application_name = 'subagent-context metrics' AND state = 'idle'`)).rows.map((r) => r.pid as number);
+    const [pid] = await idle();
+    expect(pid, 'one connection kept between scrapes').toBeDefined();
+    await db.query('SELECT pg_terminate_backend($1)', [pid]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(upOf(await scrape(url))).toBe(1);
+    const [next] = await idle();
+    expect(next).not.toBe(pid);
+    proxy.cut();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(upOf(await scrape(url))).toBe(1);
+    await stillAlive(child, stderr);
+    child.kill('SIGTERM');
+  });
+
   it('refused connections, from the start on: it starts anyway, serves up 0 with the reason, and up 1 once the server is back', async () => {
     await proxy.refuse();
     try {

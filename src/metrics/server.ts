@@ -6,7 +6,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { isIP } from 'node:net';
 import { redact, UserError } from '../db.js';
 import { scrubSecrets } from '../secrets.js';
-import { evaluate, type Evaluation, type EvaluationTarget } from './evaluate.js';
+import { Evaluator, type Evaluation, type EvaluationTarget } from './evaluate.js';
 import { SharedEvaluation } from './single-flight.js';
 import { formatMetrics } from './format.js';
 import { afterEvaluation } from './after-evaluation.js';
@@ -65,7 +65,8 @@ export async function serveMetrics(opts: ServeOptions): Promise<number> {
   const stopping = new AbortController();
   const after = afterEvaluationRunner(opts, stopping.signal);
   const logOutage = outageLogger();
-  const shared = new SharedEvaluation((signal) => evaluate(opts, signal), opts.cacheMs, (e) => { logOutage(e); after.start(e); });
+  const evaluator = new Evaluator(opts);
+  const shared = new SharedEvaluation((signal) => evaluator.evaluate(signal), opts.cacheMs, (e) => { logOutage(e); after.start(e); });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (authorized && !(await authorized(req.headers.authorization))) {
@@ -113,5 +114,6 @@ export async function serveMetrics(opts: ServeOptions): Promise<number> {
   server.closeIdleConnections();
   await new Promise<void>((resolve) => { server.close(() => resolve()); setTimeout(() => { server.closeAllConnections(); resolve(); }, 2000).unref(); });
   await after.done();
+  await evaluator.close();
   return 0;
 }
