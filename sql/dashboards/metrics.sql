@@ -5,12 +5,15 @@
 -- have seen; the "capture stalled while messages keep arriving" alert compares it with the newest row).
 -- It reads health's partial index on task_session_messages backwards and stops at the first message that
 -- qualifies.
+-- reconciled_seconds is read through to_jsonb(h) so that this file also reads a health() without the
+-- reconciled_at column (a release before it): NULL there, and the exporter leaves the series out.
 SELECT h.activated,
        @extschema@.subagent_context_trigger_state() IS NOT NULL AS trigger_installed,
        h.trigger_enabled,
        h.shortfall, h.excess, h.failures, h.collisions,
        h.status, h.installed_version,
        extract(epoch FROM h.last_observed_at)::float8 AS last_observed_seconds,
+       extract(epoch FROM (to_jsonb(h) ->> 'reconciled_at')::timestamp)::float8 AS reconciled_seconds,
        extract(epoch FROM @extschema@.subagent_context_parse_key(h.capture_since))::float8 AS capture_since_seconds,
        (SELECT extract(epoch FROM m.created_at)::float8
           FROM @extschema@.task_session_messages AS m

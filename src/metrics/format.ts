@@ -27,6 +27,7 @@ export const METRICS: MetricDef[] = [
   { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', column: 'excess' },
   { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', column: 'last_observed_seconds' },
   { name: 'subagent_context_last_subagent_message_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest subagent message created since activation. Absent when none.', column: 'last_message_seconds' },
+  { name: 'subagent_context_reconciled_timestamp_seconds', type: 'gauge', help: "Unix time health's newest complete reconciliation started (reconciled_at): the full comparison covers every message before it. Absent when none.", column: 'reconciled_seconds' },
   { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key). Absent before activation.', column: 'capture_since_seconds' },
   { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', column: 'failures' },
   { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', column: 'collisions' },
