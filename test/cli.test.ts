@@ -117,7 +117,6 @@ describe('errors about the target schema', () => {
     [['backfill'], 'function kandev.subagent_context_backfill() does not exist'],
     [['repair'], 'function kandev.subagent_context_repair() does not exist'],
     [['report'], 'relation "kandev.task_session_subagents" does not exist'],
-    [['metrics', '--once'], 'function kandev.subagent_context_health() does not exist'],
   ])('%s before installation says to run up', async (args, what) => {
     const r = await runCli(cli, [...args, '--schema', 'kandev'], env());
     expect(r.code).toBe(3);
