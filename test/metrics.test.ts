@@ -95,6 +95,9 @@ describe('metrics --listen', () => {
     expect(m.get('subagent_context_shortfall')!.metrics[0].labels).toEqual({ schema: 'public' });
     const capture = (await db.query(`SELECT extract(epoch FROM subagent_context_parse_key(value))::float8 AS s
                                        FROM kandev_meta WHERE key = 'subagent_context_capture_since'`)).rows[0].s;
+    // `up` completes a reconciliation: when it started is health's reconciled_at.
+    const reconciled = (await db.query(`SELECT extract(epoch FROM reconciled_at)::float8 AS s FROM subagent_context_health()`)).rows[0].s;
+    expect(reconciled).toEqual(expect.any(Number));
     // health's verdict, one series per status value; the exporter's and the installation's versions.
     expect(statusOf(m)).toEqual('healthy');
     expect(m.get('subagent_context_info')!.metrics[0].labels).toEqual({
@@ -113,6 +116,7 @@ describe('metrics --listen', () => {
       subagent_context_excess: 0,
       subagent_context_last_observed_timestamp_seconds: Date.UTC(2099, 0, 1, 0, 0, 9) / 1000,
       subagent_context_last_subagent_message_timestamp_seconds: lastMessage,
+      subagent_context_reconciled_timestamp_seconds: reconciled,
       subagent_context_capture_since_timestamp_seconds: capture,
       subagent_context_failures: 0,
       subagent_context_collisions: 0,
