@@ -70,19 +70,17 @@ function rememberEnvironment(): void {
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
- * `text` with every connection URL in it redacted and every known secret cut out; `urls` adds the secrets of
- * URLs the caller knows of (the command's --database-url). A secret shorter than 4 characters is cut only
+ * `text` with every known secret cut out; `urls` adds the secrets of URLs the caller knows of (the
+ * command's --database-url). URLs in the text are not parsed here: the messages' own examples
+ * (postgres://user:password@host/database) are not secrets, and the URLs a message names are shown
+ * through redactUrl() where it is made. A secret shorter than 4 characters is cut only
  * where it stands alone, so that a password like "pg" does not shred every word holding those letters. A
  * password that is also the user or database name is cut there too: safe first, readable second.
  */
 export function scrubSecrets(text: string, ...urls: Array<string | undefined>): string {
   for (const url of urls) if (url) redactUrl(url);
   rememberEnvironment();
-  // A URL in prose ends before a bracket, a quote or a space; trailing punctuation is the sentence's.
-  let out = text.replace(/\b(?:postgres|postgresql):\/\/[^\s"'<>`()[\]]+/gi, (u) => {
-    const tail = /[.,:;!?]+$/.exec(u)?.[0] ?? '';
-    return redactUrl(u.slice(0, u.length - tail.length)) + tail;
-  });
+  let out = text;
   // Longest first: a secret that contains another is cut whole.
   for (const secret of [...known].sort((a, b) => b.length - a.length)) {
     const pattern = secret.length >= 4 ? escapeRegExp(secret) : `(?<![A-Za-z0-9])${escapeRegExp(secret)}(?![A-Za-z0-9])`;
