@@ -28,10 +28,16 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-export interface Summary { median: number; min: number; max: number; n: number }
+/** A measure over rounds: its median, spread, and the per-round values themselves (`values`). */
+export interface Summary { median: number; min: number; max: number; n: number; values?: number[] }
 
 export function summary(xs: number[]): Summary {
-  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length };
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, values: xs };
+}
+
+/** 1 / x of a summary (a throughput from a time ratio): min and max swap. */
+export function inverse(s: Summary): Summary {
+  return summary((s.values ?? [s.min, s.median, s.max]).map((x) => 1 / x));
 }
 
 /** The median of per-round ratios a[i] / b[i] (each round ran both back to back), with their spread. */
@@ -146,6 +152,22 @@ export function ratios(samples: Record<SyncMode, Record<string, Sample[]>>, a: s
   return { ratio: out, spread };
 }
 
+/**
+ * The ratios of `ratios()` as metrics named `${prefix}wall_ratio_sync_on`, `${prefix}cpu_ratio_sync_off`, …
+ * with their spread under the same names (a case returns both: the table prints the spread beside the
+ * value, the results file keeps the per-round ratios).
+ */
+export function ratioMetrics(r: ReturnType<typeof ratios>, prefix = ''): { metrics: Metrics; spread: Record<string, Summary> } {
+  const metrics: Metrics = {};
+  const spread: Record<string, Summary> = {};
+  for (const [key, s] of Object.entries(r.spread)) {
+    const [clock, sync] = key.split('_');
+    metrics[`${prefix}${clock}_ratio_sync_${sync}`] = s.median;
+    spread[`${prefix}${clock}_ratio_sync_${sync}`] = s;
+  }
+  return { metrics, spread };
+}
+
 /** Median per-unit µs of each variant, wall and CPU, per sync mode (for the table). */
 export function perUnit(samples: Record<SyncMode, Record<string, Sample[]>>, units: number) {
   const out: Record<string, number> = {};
@@ -182,7 +204,12 @@ export type Metrics = Record<string, number | boolean | string>;
 export interface CaseOutput {
   /** Flat named values: what the table shows and the targets read. */
   metrics: Metrics;
-  /** Anything else worth keeping in the results file (spreads, plans, raw samples). */
+  /**
+   * Per metric measured over rounds: its spread (min–max) and per-round values. Printed beside the value;
+   * kept in the results file so runs can be combined (bench/compare.ts).
+   */
+  spread?: Record<string, Summary>;
+  /** Anything else worth keeping in the results file (plans, raw samples). */
   details?: Record<string, unknown>;
 }
 
@@ -200,6 +227,17 @@ export interface BenchCase {
   title: string;
   targets: Target[];
   run(ctx: Context): Promise<CaseOutput>;
+}
+
+/** A metric as the table prints it: integers whole, others to 3 significant-ish digits. */
+export function show(x: Metrics[string]): string {
+  if (typeof x !== 'number') return String(x);
+  return Number.isInteger(x) ? String(x) : fmt(x, Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 3);
+}
+
+/** min–max over n rounds, or '' for a value not measured over rounds. */
+export function spreadText(s: Summary | undefined): string {
+  return s ? `${show(s.min)}–${show(s.max)} (${s.n})` : '';
 }
 
 export function evaluate(kase: string, targets: Target[], metrics: Metrics): TargetResult[] {

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startEmbeddedPostgres, urlFor, type EmbeddedServer } from '../demo/embedded.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import {
-  QUICK, STRICT, log, now, fmt, evaluate, type BenchCase, type Context, type TargetResult, type Metrics,
+  QUICK, STRICT, log, now, fmt, evaluate, type BenchCase, type Context, show, spreadText, type TargetResult,
 } from './harness.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -25,11 +25,6 @@ async function loadCases(): Promise<BenchCase[]> {
     out.push((await import(pathToFileURL(join(HERE, 'cases', f)).href)).default as BenchCase);
   }
   return out;
-}
-
-function show(x: Metrics[string]): string {
-  if (typeof x !== 'number') return String(x);
-  return Number.isInteger(x) ? String(x) : fmt(x, Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 3);
 }
 
 async function main() {
@@ -79,10 +74,16 @@ async function main() {
         const out = await k.run(ctx);
         const v = evaluate(k.id, k.targets, out.metrics);
         verdicts.push(...v);
-        caseResults[k.id] = { title: k.title, seconds: (now() - t0) / 1000, metrics: out.metrics, targets: v, details: out.details };
+        caseResults[k.id] = { title: k.title, seconds: (now() - t0) / 1000, metrics: out.metrics, spread: out.spread, targets: v, details: out.details };
         console.log(`\n${k.id}: ${k.title}`);
-        console.table(Object.fromEntries(Object.entries(out.metrics).map(([m, x]) => [m, show(x)])));
-        for (const t of v) console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.name}: ${show(t.value ?? NaN)} ${t.comparator} ${t.limit}`);
+        console.table(Object.fromEntries(Object.entries(out.metrics).map(([m, x]) =>
+          [m, { value: show(x), 'spread (rounds)': spreadText(out.spread?.[m]) }])));
+        for (const t of v) {
+          const s = out.spread?.[t.metric];
+          const straddles = s && typeof t.limit === 'number' && s.min <= t.limit && s.max >= t.limit;
+          console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.name}: ${show(t.value ?? NaN)} ${t.comparator} ${t.limit}` +
+            `${s ? ` (rounds ${spreadText(s)})` : ''}${straddles ? ': rounds on both sides of the limit' : ''}`);
+        }
       } catch (err) {
         failed = true;
         console.error(`case ${k.id} failed:`, err);

@@ -1,7 +1,7 @@
 // Target 1: kandev's non-subagent writes (every tool kind with Go-escaped payloads, streamed text,
 // permission requests, the bulk completion, deletes), capture installed vs not. Also splits what remains
 // into the health index and the trigger's WHEN clause + old-row fetch, measured inside the server.
-import { QUICK, alternate, ratios, perUnit, measure, openEach, closeAll, each, setSync, order, median, type BenchCase, type Sample } from '../harness.js';
+import { QUICK, alternate, ratios, ratioMetrics, summary, perUnit, measure, openEach, closeAll, each, setSync, order, median, type BenchCase, type Sample } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, isOther } from '../replay.js';
 
@@ -65,10 +65,7 @@ const kase: BenchCase = {
       metrics: {
         writes_per_round: writes,
         rounds,
-        wall_ratio_sync_on: r.ratio.wall_on,
-        wall_ratio_sync_off: r.ratio.wall_off,
-        cpu_ratio_sync_on: r.ratio.cpu_on,
-        cpu_ratio_sync_off: r.ratio.cpu_off,
+        ...ratioMetrics(r).metrics,
         index_only_cpu_ratio_sync_off: idx.ratio.cpu_off,
         ...perUnit(samples, 1),
         loop_updates: counts.on,
@@ -78,7 +75,12 @@ const kase: BenchCase = {
         loop_when_and_old_row_us: m.on - m.index_only,
         loop_health_index_us: m.index_only - m.off,
       },
-      details: { spread: r.spread, indexOnlySpread: idx.spread, loopPerUpdate: perUpdate },
+      spread: {
+        ...ratioMetrics(r).spread, index_only_cpu_ratio_sync_off: idx.spread.cpu_off,
+        loop_cpu_us_per_update_off: summary(perUpdate.off), loop_cpu_us_per_update_index_only: summary(perUpdate.index_only),
+        loop_cpu_us_per_update_on: summary(perUpdate.on),
+      },
+      details: { indexOnlySpread: idx.spread },
     };
   },
 };

@@ -4,7 +4,7 @@
 // warning, deadlock or recorded failure; the stats identity; the stats moved by what the plan says;
 // the stored rows equal a re-derivation from the messages (subagent_history_rows).
 import type pg from 'pg';
-import { QUICK, alternate, ratios, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
+import { QUICK, alternate, ratios, inverse, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession } from '../replay.js';
 
@@ -108,7 +108,11 @@ const kase: BenchCase = {
         rows_stored: Number(diff.rows),
         rows_differ_from_derivation: Number(diff.stored_not_derived) + Number(diff.derived_not_stored),
       },
-      details: { spread: r.spread, statsDelta: delta, expectedStatsDelta: expected, firstErrors: firstError, derivation: diff },
+      spread: {
+        throughput_ratio_sync_on: inverse(r.spread.wall_on), throughput_ratio_sync_off: inverse(r.spread.wall_off),
+        cpu_ratio_sync_on: r.spread.cpu_on, cpu_ratio_sync_off: r.spread.cpu_off,
+      },
+      details: { statsDelta: delta, expectedStatsDelta: expected, firstErrors: firstError, derivation: diff },
     };
   },
 };

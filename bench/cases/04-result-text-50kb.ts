@@ -1,7 +1,7 @@
 // Target 4: completed subagent frames carrying a 50 KB result_text (a subagent's whole report), the
 // trigger against kandev's writer. The calls' earlier frames are written first, untimed; the timed
 // part is the completed frames alone.
-import { QUICK, alternate, ratios, perUnit, measure, openEach, closeAll, each, setSync, type BenchCase } from '../harness.js';
+import { QUICK, alternate, ratios, ratioMetrics, perUnit, measure, openEach, closeAll, each, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession, type WriteMode } from '../replay.js';
 import { goMarshal } from '../../kandev/gojson.js';
@@ -63,11 +63,10 @@ const kase: BenchCase = {
     return {
       metrics: {
         completed_frames_per_round: frames, rounds, result_text_bytes: SHAPE.maxResultText,
-        wall_ratio_sync_on: r.ratio.wall_on, wall_ratio_sync_off: r.ratio.wall_off,
-        cpu_ratio_sync_on: r.ratio.cpu_on, cpu_ratio_sync_off: r.ratio.cpu_off,
+        ...ratioMetrics(r).metrics,
         ...perUnit(samples, 1),
       },
-      details: { spread: r.spread },
+      spread: ratioMetrics(r).spread,
     };
   },
 };

@@ -54,7 +54,8 @@ const kase: BenchCase = {
         index_entries_per_subagent_version: entries / store.subagentMessages,
         shortfall_plus_excess: last.full.shortfall + last.full.excess + last.recent.shortfall + last.recent.excess,
       },
-      details: { ms: { full: summary(ms.full), recent: summary(ms.recent) }, windows, recentPlan: plan, health: last, messageShare: store.messageShare },
+      spread: { full_ms: summary(ms.full), recent_ms: summary(ms.recent) },
+      details: { windows, recentPlan: plan, health: last, messageShare: store.messageShare },
     };
   },
 };

@@ -50,7 +50,8 @@ const kase: BenchCase = {
         node_peak_rss_mb_small: peak[0] / 2 ** 20, node_peak_rss_mb_large: peak[1] / 2 ** 20,
         rss_growth_mb: (peak[1] - peak[0]) / 2 ** 20,
       },
-      details: { seconds: secs.map(summary), scale },
+      spread: { time_ratio: scale, small_s: summary(secs[0]), large_s: summary(secs[1]) },
+      details: { seconds: secs.map(summary) },
     };
   },
 };
