@@ -202,6 +202,8 @@ export interface TargetResult extends Target {
 export type Metrics = Record<string, number | boolean | string>;
 
 export interface CaseOutput {
+  /** Set when the case could not run here (a missing tool, an API not yet installed): why. No verdicts then. */
+  skipped?: string;
   /** Flat named values: what the table shows and the targets read. */
   metrics: Metrics;
   /**

@@ -72,6 +72,11 @@ async function main() {
       const t0 = now();
       try {
         const out = await k.run(ctx);
+        if (out.skipped) {
+          console.log(`\n${k.id}: ${k.title}\n  skipped: ${out.skipped}`);
+          caseResults[k.id] = { title: k.title, seconds: (now() - t0) / 1000, skipped: out.skipped };
+          continue;
+        }
         const v = evaluate(k.id, k.targets, out.metrics);
         verdicts.push(...v);
         caseResults[k.id] = { title: k.title, seconds: (now() - t0) / 1000, metrics: out.metrics, spread: out.spread, targets: v, details: out.details };

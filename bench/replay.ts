@@ -39,3 +39,5 @@ export async function writeSession(c: pg.ClientBase, s: PlannedSession, mode: Wr
 
 export const isSubagentFrame = (w: Write) => w.class === 'subagent';
 export const isOther = (w: Write) => w.class !== 'subagent' && w.class !== 'odd';
+/** The completed frame of a subagent call (the one that carries result_text). */
+export const isFinal = (w: Write) => w.op === 'update' && w.subagent?.agent_status === 'completed';

@@ -8,7 +8,10 @@
 //   sessions (INSERT ... SELECT over generate_series), so its mix is the model's mix.
 import type pg from 'pg';
 import { createHostTables, createKandevSubagentTable } from '../kandev/host.js';
-import { planTraffic, type TrafficPlan, type Write, type PlannedSession, type PlannedTurn } from '../kandev/traffic-plan.js';
+import { goMarshal } from '../kandev/gojson.js';
+import { prose } from '../kandev/payloads.js';
+import { seededRandom } from '../kandev/random.js';
+import { SHAPE, planTraffic, type TrafficPlan, type Write, type PlannedSession, type PlannedTurn } from '../kandev/traffic-plan.js';
 import { writeHistory } from '../kandev/traffic-write.js';
 import { up } from '../src/install.js';
 import { QUICK, open, log, type Context } from './harness.js';
@@ -43,6 +46,25 @@ export async function smallStores(ctx: Context): Promise<Record<SmallStore, stri
     log('seeded the small stores (kandev 0.91 host, history of the traffic model)');
     return urls;
   });
+}
+
+/** One session holding the plan's completed subagent calls, each final frame's report made 50 KB. */
+export function completedCalls(): PlannedSession {
+  const rnd = seededRandom(50);
+  const report = prose(rnd, SHAPE.maxResultText);
+  const base = benchPlan().sessions.find((s) => !s.history)!;
+  const turns = benchPlan().sessions.flatMap((s) => s.turns).filter((t) => t.subagents.some((a) => a.status === 'completed'))
+    .map((t) => {
+      const done = new Set(t.subagents.filter((a) => a.status === 'completed').map((a) => `msg-${a.toolCallId}`));
+      const writes = t.writes.filter((w) => 'message' in w && done.has(w.message) && w.class === 'subagent').map((w): Write => {
+        if (w.op !== 'update' || w.subagent?.agent_status !== 'completed' || !w.metadata) return w;
+        const doc = JSON.parse(w.metadata);
+        doc.normalized.subagent_task.result_text = report;
+        return { ...w, metadata: goMarshal(doc) };
+      });
+      return { ...t, writes };
+    });
+  return { ...base, abandoned: false, turns };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -107,8 +129,21 @@ export function templates(plan: TrafficPlan): Template[] {
 }
 
 export const STORE_BASE = '2026-01-01 00:00:00';
-/** The two large stores: backfill compares them, health runs on the larger. */
+/** The two stores the backfill compares (case 06); case 05's health runs on the larger. */
 export const STORE_SIZES = QUICK ? [25_000, 100_000] : [250_000, 1_000_000];
+
+/**
+ * The stores the health-at-any-size cases (08-11) run on, smallest first: BENCH_STORES=1000000,4000000
+ * (what a full run builds), 25k and 100k in a quick run.
+ */
+export const HEALTH_STORE_SIZES: number[] = process.env.BENCH_STORES
+  ? process.env.BENCH_STORES.split(',').map((x) => Number(x.trim())).filter((x) => x > 0).sort((a, b) => a - b)
+  : QUICK ? [25_000, 100_000] : [1_000_000, 4_000_000];
+
+/** 1000000 -> '1M', 250000 -> '250k'. */
+export function sizeName(n: number): string {
+  return n >= 1e6 && n % 1e5 === 0 ? `${n / 1e6}M` : n >= 1000 ? `${Math.round(n / 1000)}k` : String(n);
+}
 
 /**
  * A store of `size` messages: the plan's messages replicated into new sessions, replica r's message k
@@ -152,29 +187,38 @@ export async function seedStore(c: pg.Client, size: number, tmpl: Template[]): P
   return { subagentMessages, sessions: replicas * sessionsPerReplica };
 }
 
-export interface LargeStore { url: string; size: number; subagentMessages: number; messageShare: Record<string, number> }
+export interface LargeStore { url: string; size: number; subagentMessages: number; messageShare: Record<string, number>; seedSeconds: number }
 
-/** The large stores, capture installed and activated by `up` (the cases time the backfill again). */
+/**
+ * The large stores, capture installed and activated by `up` (the cases time the backfill again). Each size
+ * is built once per run and shared by every case that asks for it (cases that change a store's state set
+ * the state they need first).
+ */
 export async function largeStores(ctx: Context, sizes: number[]): Promise<LargeStore[]> {
-  return ctx.shared(`large-stores-${sizes.join('-')}`, async () => {
+  const out: LargeStore[] = [];
+  for (const size of sizes) out.push(await largeStore(ctx, size));
+  return out;
+}
+
+export async function largeStore(ctx: Context, size: number): Promise<LargeStore> {
+  return ctx.shared(`large-store-${size}`, async () => {
     const tmpl = templates(benchPlan());
     const share: Record<string, number> = {};
     for (const t of tmpl) share[t.subagent ? 'subagent' : t.type] = (share[t.subagent ? 'subagent' : t.type] ?? 0) + 1 / tmpl.length;
-    const out: LargeStore[] = [];
-    for (const size of sizes) {
-      const url = await ctx.freshDatabase(`scbench_store_${size}`);
-      const c = await open(url, 'off');
-      const t0 = Date.now();
-      await createHostTables(c, 'public', { shape: 'kandev-0.91' });
-      const { subagentMessages } = await seedStore(c, size, tmpl);
-      await c.query('ANALYZE');
-      const res = await up(c, 'public');
-      if (res.backfill.status !== 'activated') throw new Error(`bench: backfill ${res.backfill.status}: ${res.backfill.failure}`);
-      await c.query('VACUUM ANALYZE');
-      log(`seeded the store of ${size} messages (${subagentMessages} subagent calls) in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-      await c.end();
-      out.push({ url, size, subagentMessages, messageShare: share });
-    }
-    return out;
+    const url = await ctx.freshDatabase(`scbench_store_${size}`);
+    const c = await open(url, 'off');
+    const t0 = Date.now();
+    await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+    const { subagentMessages } = await seedStore(c, size, tmpl);
+    const seeded = Date.now();
+    await c.query('ANALYZE');
+    const res = await up(c, 'public');
+    if (res.backfill.status !== 'activated') throw new Error(`bench: backfill ${res.backfill.status}: ${res.backfill.failure}`);
+    await c.query('VACUUM ANALYZE');
+    const seconds = (Date.now() - t0) / 1000;
+    log(`seeded the store of ${size} messages (${subagentMessages} subagent calls) in ${seconds.toFixed(0)} s ` +
+      `(rows ${((seeded - t0) / 1000).toFixed(0)} s, up and vacuum ${((Date.now() - seeded) / 1000).toFixed(0)} s)`);
+    await c.end();
+    return { url, size, subagentMessages, messageShare: share, seedSeconds: seconds };
   });
 }

@@ -2,36 +2,13 @@
 // trigger against kandev's writer. The calls' earlier frames are written first, untimed; the timed
 // part is the completed frames alone.
 import { QUICK, alternate, ratios, ratioMetrics, perUnit, measure, openEach, closeAll, each, setSync, type BenchCase } from '../harness.js';
-import { smallStores, benchPlan, relabel } from '../stores.js';
-import { createRows, writeSession, type WriteMode } from '../replay.js';
-import { goMarshal } from '../../kandev/gojson.js';
-import { prose } from '../../kandev/payloads.js';
-import { seededRandom } from '../../kandev/random.js';
-import { SHAPE, type PlannedSession, type Write } from '../../kandev/traffic-plan.js';
+import { smallStores, completedCalls, relabel } from '../stores.js';
+import { createRows, writeSession, isFinal, type WriteMode } from '../replay.js';
+import { SHAPE } from '../../kandev/traffic-plan.js';
 
 const VARIANTS = ['trigger', 'writer'] as const;
 const MODE: Record<typeof VARIANTS[number], WriteMode> = { trigger: 'messages', writer: 'kandev-writer' };
 
-/** One session holding the plan's completed subagent calls, each final frame's report made 50 KB. */
-function completedCalls(): PlannedSession {
-  const rnd = seededRandom(50);
-  const report = prose(rnd, SHAPE.maxResultText);
-  const base = benchPlan().sessions.find((s) => !s.history)!;
-  const turns = benchPlan().sessions.flatMap((s) => s.turns).filter((t) => t.subagents.some((a) => a.status === 'completed'))
-    .map((t) => {
-      const done = new Set(t.subagents.filter((a) => a.status === 'completed').map((a) => `msg-${a.toolCallId}`));
-      const writes = t.writes.filter((w) => 'message' in w && done.has(w.message) && w.class === 'subagent').map((w): Write => {
-        if (w.op !== 'update' || w.subagent?.agent_status !== 'completed' || !w.metadata) return w;
-        const doc = JSON.parse(w.metadata);
-        doc.normalized.subagent_task.result_text = report;
-        return { ...w, metadata: goMarshal(doc) };
-      });
-      return { ...t, writes };
-    });
-  return { ...base, abandoned: false, turns };
-}
-
-const isFinal = (w: Write) => w.op === 'update' && w.subagent?.agent_status === 'completed';
 
 const kase: BenchCase = {
   id: '04-result-text-50kb',

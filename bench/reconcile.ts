@@ -1,0 +1,183 @@
+// What the health-at-any-size cases (08-11) share: the reconciliation API they need (and skip without),
+// a store whose whole history counts as written since activation with the reconciliation current, new
+// traffic written on top, the CLI as a child process, and sampling pg_stat_activity while something runs.
+import type pg from 'pg';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { now, open } from './harness.js';
+import { STORE_BASE, benchPlan, relabel } from './stores.js';
+import { createRows, writeSession } from './replay.js';
+import type { PlannedSession, Write } from '../kandev/traffic-plan.js';
+
+const NOT_YET = 'this case runs once the branch has it (rebase on main)';
+
+/**
+ * Why this package's SQL has no reconciliation API, or null when it has: checked before a case builds its
+ * stores (the 4M one takes minutes), from the files `up` installs.
+ */
+export function reconcileApiNotShipped(): string | null {
+  const dir = join(PACKAGE_ROOT, 'sql');
+  const shipped = readdirSync(dir).filter((f) => f.endsWith('.sql'))
+    .some((f) => /FUNCTION\s+@extschema@\.subagent_context_reconcile\s*\(/.test(readFileSync(join(dir, f), 'utf8')));
+  return shipped ? null : `sql/ defines no subagent_context_reconcile(): ${NOT_YET}`;
+}
+
+/** Why the reconciliation API is not usable in this database, or null when it is. */
+export async function reconcileApiMissing(c: pg.ClientBase): Promise<string | null> {
+  const { rows: [r] } = await c.query(`SELECT
+      to_regprocedure('subagent_context_reconcile(integer, interval)') IS NOT NULL AS reconcile,
+      EXISTS (SELECT 1 FROM pg_proc AS p WHERE p.proname = 'subagent_context_health'
+                 AND 'reconciled_at' = ANY (p.proargnames)) AS reconciled_at`);
+  if (r.reconcile && r.reconciled_at) return null;
+  return `the reconciliation API is not installed here (${[!r.reconcile && 'subagent_context_reconcile(integer, interval)',
+    !r.reconciled_at && 'subagent_context_health().reconciled_at'].filter(Boolean).join(', ')} missing): ` +
+    NOT_YET;
+}
+
+export interface ReconcileStep {
+  status: string; reconciliation_id: string; started_at: Date | null; compared_through: Date | null;
+  messages_compared: number; missing: number; excess: number; completed: boolean;
+}
+
+/** One step: `subagent_context_reconcile(max_messages, min_age)`. */
+export async function reconcileStep(c: pg.ClientBase, maxMessages = 5000, minAge = '0'): Promise<ReconcileStep> {
+  const { rows: [r] } = await c.query(`SELECT status, reconciliation_id::text, started_at, compared_through,
+      messages_compared::float8 AS messages_compared, missing::float8 AS missing, excess::float8 AS excess, completed
+    FROM subagent_context_reconcile($1::int, $2::interval)`, [maxMessages, minAge]);
+  return r as ReconcileStep;
+}
+
+/**
+ * Steps until a reconciliation completes (starting one when none is in progress): its steps, seconds
+ * and last row. Refuses a status that cannot make progress ('busy', 'read_only', 'not_activated').
+ */
+export async function reconcileToCompletion(c: pg.ClientBase, maxMessages = 5000): Promise<{ steps: number; seconds: number; last: ReconcileStep }> {
+  const t0 = now();
+  for (let steps = 1; ; steps++) {
+    const r = await reconcileStep(c, maxMessages, '0');
+    if (r.completed) return { steps, seconds: (now() - t0) / 1000, last: r };
+    if (!['stepped', 'current'].includes(r.status)) throw new Error(`bench: reconciliation step ${steps}: status ${r.status}`);
+    if (steps > 1e6) throw new Error('bench: the reconciliation did not complete in a million steps');
+  }
+}
+
+/** Moves activation (capture_since) to before the store's history: all of it is then written since activation. */
+export async function activateBeforeHistory(c: pg.ClientBase): Promise<void> {
+  await c.query(`UPDATE kandev_meta SET value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')
+                  WHERE key = 'subagent_context_capture_since'`, [STORE_BASE]);
+}
+
+/** Health as SQL, timed: milliseconds and its row. */
+export async function timedHealth(c: pg.ClientBase): Promise<{ ms: number; row: Record<string, unknown> }> {
+  const t0 = now();
+  const { rows: [row] } = await c.query('SELECT * FROM subagent_context_health()');
+  return { ms: now() - t0, row };
+}
+
+let burst = 0;
+/**
+ * Writes new traffic (the live sessions of the traffic model, as kandev writes them, with new ids) until
+ * `messages` new messages exist; returns the writes made.
+ */
+export async function newTraffic(c: pg.ClientBase, messages: number, tag = 'new'): Promise<number> {
+  const sessions = benchPlan().sessions.filter((s) => !s.history && !s.abandoned);
+  let inserted = 0, writes = 0;
+  for (let i = 0; inserted < messages; i++) {
+    const s = relabel(sessions[i % sessions.length], `${tag}${burst}-${i}`);
+    await createRows(c, s);
+    let left = messages - inserted;
+    // Stop inside the session once enough messages exist (its later updates are left out).
+    const keep = (w: Write) => (w.op === 'insert' ? left-- > 0 : left > 0) && w.class !== 'odd';
+    writes += await writeSession(c, s, 'messages', keep);
+    inserted = messages - Math.max(left, 0);
+  }
+  burst++;
+  return writes;
+}
+
+/** The built CLI (`npm run bench` builds it first). */
+export const CLI = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+
+/** Runs `subagent-context ...args` against `url`; its wall time, exit code and output. */
+export function runCli(url: string, args: string[]): Promise<{ ms: number; code: number; stdout: string; stderr: string }> {
+  const t0 = now();
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, DATABASE_URL: url, NO_COLOR: '1' }, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => resolve({ ms: now() - t0, code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+  });
+}
+
+/** The time node takes to start the CLI and print its version: what a CLI time includes besides its work. */
+export async function cliStartMs(): Promise<number> {
+  const t = [];
+  for (let i = 0; i < 3; i++) t.push((await runCli('postgres://unused', ['--version'])).ms);
+  return t.sort((a, b) => a - b)[1];
+}
+
+export interface Exporter { child: ChildProcess; url: string; stop(): Promise<void> }
+
+/** `subagent-context metrics --listen 127.0.0.1:0` as a child process, once it says where it listens. */
+export async function startExporter(url: string, timeoutMs = 300_000): Promise<Exporter> {
+  const child = spawn(process.execPath, [CLI, 'metrics', '--listen', '127.0.0.1:0'],
+    { env: { ...process.env, DATABASE_URL: url, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  const where = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`bench: the exporter did not listen within ${timeoutMs} ms: ${err}`)), timeoutMs);
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/[^\s]+\/metrics)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.stderr!.on('data', (d) => { err += d; });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`bench: the exporter exited (${code}): ${err}`)); });
+  });
+  return {
+    child, url: where,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** One GET, timed: milliseconds, HTTP status and body. */
+export async function scrape(url: string): Promise<{ ms: number; status: number; body: string }> {
+  const t0 = now();
+  const res = await fetch(url);
+  const body = await res.text();
+  return { ms: now() - t0, status: res.status, body };
+}
+
+/**
+ * Samples `sql` (one row) on its own connection every `everyMs` while `fn` runs; returns fn's result and
+ * the samples.
+ */
+export async function sampling<T, S>(url: string, sql: string, params: unknown[], everyMs: number, fn: () => Promise<T>):
+  Promise<{ result: T; samples: (S & { at: number })[] }> {
+  const c = await open(url, 'off');
+  const samples: (S & { at: number })[] = [];
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      const at = now();
+      const { rows } = await c.query(sql, params);
+      samples.push({ ...(rows[0] as S), at });
+      const wait = everyMs - (now() - at);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+  })();
+  try {
+    const result = await fn();
+    return { result, samples };
+  } finally {
+    done = true;
+    await loop;
+    await c.end();
+  }
+}
+
+export type { PlannedSession };
