@@ -50,23 +50,38 @@ export async function reconcileStep(c: pg.ClientBase, maxMessages = 5000, minAge
 }
 
 /**
- * Steps until a reconciliation completes (starting one when none is in progress): its steps, seconds
- * and last row. Refuses a status that cannot make progress ('busy', 'read_only', 'not_activated').
+ * Steps until a reconciliation completes: a new one when `force` (min_age 0: whatever was compared before),
+ * else the one in progress, or none when the newest completed one is younger than a day ('current').
+ * Waits out 'busy' (another session is stepping it: health or the exporter may); refuses 'read_only' and
+ * 'not_activated'. Returns its steps, seconds and last row.
  */
-export async function reconcileToCompletion(c: pg.ClientBase, maxMessages = 5000): Promise<{ steps: number; seconds: number; last: ReconcileStep }> {
+export async function reconcileToCompletion(c: pg.ClientBase, force = true, maxMessages = 5000):
+  Promise<{ steps: number; seconds: number; last: ReconcileStep }> {
   const t0 = now();
   for (let steps = 1; ; steps++) {
-    const r = await reconcileStep(c, maxMessages, '0');
-    if (r.completed) return { steps, seconds: (now() - t0) / 1000, last: r };
-    if (!['stepped', 'current'].includes(r.status)) throw new Error(`bench: reconciliation step ${steps}: status ${r.status}`);
-    if (steps > 1e6) throw new Error('bench: the reconciliation did not complete in a million steps');
+    const r = await reconcileStep(c, maxMessages, force && steps === 1 ? '0' : '1 day');
+    if (r.completed || r.status === 'current') return { steps, seconds: (now() - t0) / 1000, last: r };
+    if (r.status === 'busy') await new Promise((res) => setTimeout(res, 50));
+    else if (r.status !== 'stepped') throw new Error(`bench: reconciliation step ${steps}: status ${r.status}`);
+    if (now() - t0 > 3_600_000) throw new Error('bench: the reconciliation did not complete within an hour');
   }
 }
 
-/** Moves activation (capture_since) to before the store's history: all of it is then written since activation. */
-export async function activateBeforeHistory(c: pg.ClientBase): Promise<void> {
-  await c.query(`UPDATE kandev_meta SET value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')
-                  WHERE key = 'subagent_context_capture_since'`, [STORE_BASE]);
+/**
+ * Moves activation (capture_since) to before the store's history: all of it is then written since
+ * activation. Returns whether it moved (then what an earlier reconciliation compared no longer covers it).
+ */
+export async function activateBeforeHistory(c: pg.ClientBase): Promise<boolean> {
+  const { rowCount } = await c.query(`UPDATE kandev_meta SET value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')
+                  WHERE key = 'subagent_context_capture_since'
+                    AND value IS DISTINCT FROM to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`, [STORE_BASE]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The store with its whole history since activation and a reconciliation current: what cases 09-11 start from. */
+export async function reconciledSinceHistory(c: pg.ClientBase): Promise<void> {
+  const moved = await activateBeforeHistory(c);
+  await reconcileToCompletion(c, moved);
 }
 
 /** Health as SQL, timed: milliseconds and its row. */

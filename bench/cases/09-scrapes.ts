@@ -7,7 +7,7 @@
 import { QUICK, open, summary, type BenchCase, type Metrics, type Summary } from '../harness.js';
 import { largeStores, HEALTH_STORE_SIZES, sizeName } from '../stores.js';
 import {
-  reconcileApiNotShipped, reconcileApiMissing, activateBeforeHistory, reconcileToCompletion, startExporter, scrape, sampling,
+  reconcileApiNotShipped, reconcileApiMissing, reconciledSinceHistory, startExporter, scrape, sampling,
 } from '../reconcile.js';
 
 const [SMALL, LARGE] = [HEALTH_STORE_SIZES[0], HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1]];
@@ -42,9 +42,7 @@ const kase: BenchCase = {
       try {
         const missing = await reconcileApiMissing(c);
         if (missing) return { metrics: {}, skipped: missing };
-        // As case 08 leaves it; a no-op step when the reconciliation is already current.
-        await activateBeforeHistory(c);
-        await reconcileToCompletion(c);
+        await reconciledSinceHistory(c);  // as case 08 leaves it
       } finally {
         await c.end();
       }

@@ -8,7 +8,7 @@ import { sqlFile } from '#sql';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { QUICK, open, summary, now, type BenchCase, type Metrics, type Summary } from '../harness.js';
 import { largeStore, HEALTH_STORE_SIZES, sizeName } from '../stores.js';
-import { reconcileApiNotShipped, reconcileApiMissing, activateBeforeHistory, reconcileToCompletion, runCli, cliStartMs } from '../reconcile.js';
+import { reconcileApiNotShipped, reconcileApiMissing, reconciledSinceHistory, runCli, cliStartMs } from '../reconcile.js';
 
 const LARGE = HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1];
 const DIR = join(PACKAGE_ROOT, 'sql', 'dashboards');
@@ -43,8 +43,7 @@ const kase: BenchCase = {
     try {
       const missing = await reconcileApiMissing(c);
       if (missing) return { metrics: {}, skipped: missing };
-      await activateBeforeHistory(c);
-      await reconcileToCompletion(c);
+      await reconciledSinceHistory(c);
 
       const report: number[] = [], json: number[] = [];
       for (let r = 0; r < rounds; r++) {

@@ -87,6 +87,19 @@ const PARTS: Record<string, string> = {
   query: `${READ} doc := r.metadata::jsonb; SELECT x.v INTO t FROM (VALUES (r.session)) AS x(v);`,
   derive: `${READ} doc := r.metadata::jsonb;
     SELECT d.* INTO dr FROM public.derive_subagent_row(${DERIVE_ARGS}) AS d;`,
+  // A variant (not what capture does): the same fields read by two jsonb_to_record calls instead of one
+  // operator expression per field; what a derivation with few expression nodes would cost. Types are
+  // looser (a number read as text), so it is a cost estimate, not a replacement as it stands.
+  derive_record: `${READ} doc := r.metadata::jsonb;
+    SELECT r.session, r.task, r.turn, y.tool_call_id, 'unknown', y.parent_tool_call_id, x.subagent_type, x.description,
+           x.agent_id, x.child_session_id, x.model, x.status, y.status, (x.is_async = 'true')::int,
+           CASE WHEN x.total_tokens ~ '^[0-9]{1,18}$' THEN x.total_tokens::bigint END,
+           CASE WHEN x.tool_use_count ~ '^[0-9]{1,18}$' THEN x.tool_use_count::bigint END,
+           CASE WHEN x.duration_ms ~ '^[0-9]{1,18}$' THEN x.duration_ms::bigint END, r.created_at, NULL, r.updated_at
+      INTO dr
+      FROM jsonb_to_record(doc) AS y(tool_call_id text, parent_tool_call_id text, status text, normalized jsonb),
+           jsonb_to_record(y.normalized -> 'subagent_task') AS x(subagent_type text, description text, agent_id text,
+             child_session_id text, model text, status text, is_async text, total_tokens text, tool_use_count text, duration_ms text);`,
   uuid: `${READ} t := gen_random_uuid()::text;`,
   subxact_empty: `${READ} BEGIN doc := r.metadata::jsonb; EXCEPTION WHEN OTHERS THEN NULL; END;`,
   counters: `${READ} n := nextval('public.subagent_context_attempted_seq') + nextval('public.subagent_context_persisted_seq')
@@ -190,6 +203,7 @@ DECLARE r record; BEGIN ${READ} ${UPSERT('public.task_session_subagents', `'p${k
     row('checks before the upsert (qualifies, identity, anomaly, execution id, clock)', mean.checks - mean.parse, 'checks - parse');
     row('a plpgsql query with a FROM (SELECT ... INTO), computing nothing', mean.query - mean.parse, 'query - parse');
     row('derivation (derive_subagent_row), beyond that query', mean.derive - mean.query, 'derive - query');
+    row('  variant: the same fields by two jsonb_to_record calls', mean.derive_record - mean.query, 'derive_record - query');
     row('gen_random_uuid()::text', mean.uuid - base, 'uuid - base');
     row('EXCEPTION block, nothing written', mean.subxact_empty - mean.parse, 'subxact_empty - parse');
     row('EXCEPTION block around the upsert (writes: takes a subxid)', mean.upsert_in_subxact - mean.upsert, 'upsert_in_subxact - upsert');
