@@ -59,6 +59,9 @@ export function fmt(x: number, digits = 3): string {
 
 export async function open(url: string, sync: SyncMode = 'on'): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url, application_name: 'subagent-context-bench' });
+  // An idle connection ended by the server (the run's closing DROP DATABASE ... WITH (FORCE)) must not
+  // end the run before it writes its results; a query's own error still rejects that query.
+  c.on('error', () => {});
   await c.connect();
   await setSync(c, sync);
   return c;

@@ -18,10 +18,14 @@ const NOT_YET = 'this case runs once the branch has it (rebase on main)';
  * stores (the 4M one takes minutes), from the files `up` installs.
  */
 export function reconcileApiNotShipped(): string | null {
+  return definedInSql('subagent_context_reconcile') ? null : `sql/ defines no subagent_context_reconcile(): ${NOT_YET}`;
+}
+
+/** Whether a file of sql/ creates the function `name` in the installation's schema. */
+export function definedInSql(name: string): boolean {
   const dir = join(PACKAGE_ROOT, 'sql');
-  const shipped = readdirSync(dir).filter((f) => f.endsWith('.sql'))
-    .some((f) => /FUNCTION\s+@extschema@\.subagent_context_reconcile\s*\(/.test(readFileSync(join(dir, f), 'utf8')));
-  return shipped ? null : `sql/ defines no subagent_context_reconcile(): ${NOT_YET}`;
+  const re = new RegExp(`FUNCTION\\s+@extschema@\\.${name}\\s*\\(`);
+  return readdirSync(dir).filter((f) => f.endsWith('.sql')).some((f) => re.test(readFileSync(join(dir, f), 'utf8')));
 }
 
 /** Why the reconciliation API is not usable in this database, or null when it is. */
