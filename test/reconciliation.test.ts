@@ -203,3 +203,24 @@ describe('the record survives pg_dump and pg_restore', async () => {
     expect(await read(restored)).toEqual(before);
   });
 });
+
+describe('nothing extra to schedule: what already calls health keeps the reconciliation current', async () => {
+  await db.createHost('kept');
+  await db.up('kept');
+  const forget = () => db.query(`DELETE FROM kept.subagent_context_reconciliations`);
+
+  it('a health check completes one afterwards', async () => {
+    await forget();
+    expect((await health('kept')).reconciled_at).toBeNull();
+    const r = await runCli(builtCli(), ['health', '--schema', 'kept'], { DATABASE_URL: db.url });
+    expect(r.code).toBe(0);
+    expect((await health('kept')).reconciled_at).not.toBeNull();
+  });
+
+  it('a metrics scrape completes one afterwards', async () => {
+    await forget();
+    const r = await runCli(builtCli(), ['metrics', '--once', '--schema', 'kept'], { DATABASE_URL: db.url });
+    expect(r.code).toBe(0);
+    expect((await health('kept')).reconciled_at).not.toBeNull();
+  });
+});

@@ -4,6 +4,7 @@ import { printJson } from '../output.js';
 import { METRICS, formatMetrics, metricsJson } from '../metrics/format.js';
 import { evaluate } from '../metrics/evaluate.js';
 import { afterEvaluation } from '../metrics/after-evaluation.js';
+import { scrubSecrets } from '../secrets.js';
 
 /** Defaults: below Prometheus' default scrape_timeout (10 s), and a cache that merges bursts of scrapes. */
 const DEFAULT_TIMEOUT_SECONDS = 8;
@@ -67,7 +68,9 @@ Examples:
     if (ctx.json && !ctx.args.once) throw new UserError('--json goes with --once (a scrape is always the Prometheus text format).');
     if (ctx.args.once) {
       const evaluation = await evaluate(target);
-      await afterEvaluation(evaluation, { ...target, signal: new AbortController().signal });
+      // The background share of the reconciliation; a fault there is not this scrape's (logged, scrubbed).
+      await afterEvaluation(evaluation, { ...target, signal: new AbortController().signal })
+        .catch((err: unknown) => console.error(`after evaluation: ${scrubSecrets(String((err as Error)?.message ?? err), target.databaseUrl)}`));
       if (ctx.json) printJson(metricsJson(ctx.schema, evaluation));
       else process.stdout.write(formatMetrics(ctx.schema, evaluation));
       if (!evaluation.up) throw new UserError(evaluation.error ?? 'the database could not be read.');

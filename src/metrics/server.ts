@@ -41,6 +41,7 @@ function afterEvaluationRunner(target: EvaluationTarget, signal: AbortSignal) {
     start(evaluation: Evaluation) {
       if (running || signal.aborted) return;
       running = afterEvaluation(evaluation, { ...target, signal })
+        .then(() => undefined)
         .catch((err: unknown) => console.error(`after evaluation: ${scrubSecrets(String((err as Error)?.message ?? err), target.databaseUrl)}`))
         .finally(() => { running = null; });
     },
