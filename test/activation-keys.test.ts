@@ -1,4 +1,4 @@
-// The activation keys (SPEC §8): written once by the guarded backfill, in the exact format, never
+// The activation keys (docs/health.md): written once by the guarded backfill, in the exact format, never
 // rewritten; a missing one is recomputed; a failed backfill writes neither and a rerun retries.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';

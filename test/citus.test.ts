@@ -1,4 +1,4 @@
-// Citus (SPEC §12, docs/citus.md): kandev's tables distributed and co-located on task_session_id on a real
+// Citus (docs/partitioning.md, docs/citus.md, docs/citus.md): kandev's tables distributed and co-located on task_session_id on a real
 // cluster (a coordinator and workers). Every command works there, or refuses in one sentence; above all,
 // health never answers from the coordinator's empty shell tables.
 //

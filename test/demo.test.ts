@@ -1,5 +1,5 @@
 // `subagent-context demo` (what `npm start` runs), through the built CLI: the whole product on a
-// throwaway embedded PostgreSQL, with the measured traffic shape of SPEC §1. --keep leaves the database
+// throwaway embedded PostgreSQL, with the measured traffic shape of README.md. --keep leaves the database
 // up for other commands; Ctrl-C then stops it and nothing is left running.
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
@@ -20,7 +20,7 @@ const children: ChildProcess[] = [];
 afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGINT'); });
 
 describe('planTraffic', () => {
-  it('is the measured shape of SPEC §1, deterministically', () => {
+  it('is the measured shape of README.md, deterministically', () => {
     const plan = planTraffic();
     expect(plan).toEqual(planTraffic());
     const subagents = plan.sessions.flatMap((s) => s.turns.flatMap((t) => t.subagents));
@@ -38,7 +38,7 @@ describe('planTraffic', () => {
     // 372 qualifying writes: every subagent frame of the live sessions plus the bulk completion that
     // closes the one subagent that never reports a status.
     expect(plan.totals.live).toEqual({ attempted: 372, skipped_no_identity: 1, anomalous_value: 2, persisted: 371, subagents: 166 });
-    // The mix around them (SPEC §2): subagent frames are a small share of all writes.
+    // The mix around them (docs/integration.md): subagent frames are a small share of all writes.
     expect(plan.totals.byClass.subagent / plan.totals.writes).toBeLessThan(0.15);
     for (const k of ['text', 'prompt', 'tool', 'permission', 'bulk', 'delete'] as const) expect(plan.totals.byClass[k]).toBeGreaterThan(0);
     expect(planTraffic({ scale: 3 }).totals.subagents).toBe(3 * 253);

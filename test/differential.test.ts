@@ -1,5 +1,5 @@
 // Differential test: random sequences of kandev-shaped message writes go through the real trigger and
-// through the reference model (test/model/subagent-model.ts, written from SPEC §4–§6). The derived rows
+// through the reference model (test/model/subagent-model.ts, written from docs/decisions.md#derivation, docs/integration.md, docs/decisions.md#merge-and-identity). The derived rows
 // (every column but id) and the stats deltas must be identical. A mismatch fails with the shrunk
 // sequence printed as the SQL that was run, next to both row sets.
 import { describe, expect, it } from 'vitest';
@@ -362,7 +362,7 @@ async function check(specs: WriteSpec[]): Promise<void> {
   ].join('\n'));
 }
 
-describe('differential: the trigger against the SPEC model', () => {
+describe('differential: the trigger against the reference model', () => {
   it(`${RUNS} random write sequences give the model's rows and stats, column for column`, async () => {
     statsBefore = await readStats();
     const started = performance.now();

@@ -1,4 +1,4 @@
-// History never duplicates (SPEC §8): the backfill and repair store no row for a (session, tool call)
+// History never duplicates (docs/health.md): the backfill and repair store no row for a (session, tool call)
 // that already has a row under any execution id, and history rows take the execution id their
 // metadata names. Every path that runs the backfill is tried: a first `up` over kandev's own table
 // (kandev >= 0.89 writes it with real execution ids), uninstall then `up`, the bulk-load procedure

@@ -1,7 +1,7 @@
-// Hostile metadata (SPEC §2, §4, §7; docs/decisions.md "Derivation"): a deterministic corpus of
+// Hostile metadata (docs/integration.md, docs/decisions.md#derivation, docs/reliability.md; docs/decisions.md "Derivation"): a deterministic corpus of
 // documents, each written as an INSERT then an UPDATE of one message. Every write commits, the metadata
 // is stored byte for byte, and the derived row is what the reference model (test/model/subagent-model.ts,
-// an independent TypeScript reading of the SPEC) says it is (or there is no row). A second schema carries kandev's metadata expression index: there a
+// an independent TypeScript reading of the docs) says it is (or there is no row). A second schema carries kandev's metadata expression index: there a
 // document that is not valid jsonb fails in the host's index before any trigger runs (the host's
 // behaviour, asserted), and every other document behaves exactly as without the index.
 import { describe, expect, it } from 'vitest';
@@ -231,7 +231,7 @@ function hostIndexRefusal(i: number): string | null {
 }
 
 describe('a hostile metadata corpus', () => {
-  it(`has ${corpus.length} documents, of every kind the SPEC names`, () => {
+  it(`has ${corpus.length} documents, of every kind the docs name`, () => {
     const outcomes = corpus.map((_, i) => firstOutcome(i));
     const counted = (k: string) => outcomes.filter((o) => o === k).length;
     expect(corpus.length).toBeGreaterThanOrEqual(300);
@@ -250,7 +250,7 @@ describe('a hostile metadata corpus', () => {
     expect(byLabel('\\u0000 in description')).toBe('none');
   });
 
-  it('without the host index: every write commits, byte-identical, rows and stats as the SPEC says', { timeout: 300_000 }, async () => {
+  it('without the host index: every write commits, byte-identical, rows and stats as the docs say', { timeout: 300_000 }, async () => {
     await createSessions('public');
     const c = await db.connect();
     await c.query(`SET synchronous_commit = off`);   // every write still commits; no wait for the flush

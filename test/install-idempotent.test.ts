@@ -1,4 +1,4 @@
-// SPEC §9: `subagent-context up` and plain `node-pg-migrate up` with the package's migrations folder both
+// README.md#commands: `subagent-context up` and plain `node-pg-migrate up` with the package's migrations folder both
 // install and activate, in any schema; running either again changes nothing at all.
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';

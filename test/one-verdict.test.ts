@@ -1,4 +1,4 @@
-// One verdict (SPEC §8 `status`): computed once, in subagent_context_health(), first match wins, and
+// One verdict (docs/health.md `status`): computed once, in subagent_context_health(), first match wins, and
 // shown as it is by `health` and `report` (terminal, JSON and HTML). The cases where the old surfaces
 // disagreed: a disabled trigger with a shortfall, and an activated database with nothing captured.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// SPEC §12 on a partitioned task_session_messages (PARTITION BY RANGE (created_at), primary key
+// docs/partitioning.md, docs/citus.md on a partitioned task_session_messages (PARTITION BY RANGE (created_at), primary key
 // (id, created_at); kandev/schema/kandev-messages-partitioned.sql): `up` installs without blocking
 // writers, capture and health cover every partition, including partitions created or attached later,
 // retention (detach + drop) keeps the subagent rows, and a second `up` changes nothing.

@@ -1,4 +1,4 @@
-// Capture on a task_session_messages managed by pg_partman (SPEC §2, §12): create_parent makes the
+// Capture on a task_session_messages managed by pg_partman (docs/integration.md, docs/partitioning.md, docs/citus.md): create_parent makes the
 // partitions (and a default one), `up` installs on them, run_maintenance adds partitions ahead of time
 // (they get capture's trigger and health's index) and drops old ones for retention (the subagent rows
 // stay). pg_partman is a server extension: CI installs Debian's postgresql-15-partman for the system

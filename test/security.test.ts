@@ -1,4 +1,4 @@
-// SPEC §7 security: a pinned search_path and schema-qualified references (look-alike objects cannot
+// docs/reliability.md security: a pinned search_path and schema-qualified references (look-alike objects cannot
 // hijack capture), writers need and get no privilege on the derived tables, installations in two schemas
 // are independent, and nothing depends on the session TimeZone.
 import { afterAll, describe, expect, inject, it } from 'vitest';

@@ -1,4 +1,4 @@
-// SPEC §9: terminal output never passes agent-written text through raw. A subagent_type, a model and a
+// README.md#commands: terminal output never passes agent-written text through raw. A subagent_type, a model and a
 // card title that carry escape sequences (recolour, retitle the window, clear the screen) are written
 // by an agent; every command that prints text from the database is run on a real pseudo-terminal
 // (util-linux `script`) and through a pipe, and must show those characters escaped.

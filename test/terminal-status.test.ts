@@ -1,4 +1,4 @@
-// SPEC §4: the terminal tool_status set is exact and case-sensitive, owned by one SQL function and
+// docs/decisions.md#derivation: the terminal tool_status set is exact and case-sensitive, owned by one SQL function and
 // pinned here to the TypeScript constant. Each candidate goes through the real trigger.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
@@ -16,7 +16,7 @@ const NEAR_MISSES = [
 ];
 
 describe('TERMINAL_TOOL_STATUSES', () => {
-  it('is the six statuses of SPEC §4, in that order', () => {
+  it('is the six statuses of docs/decisions.md#derivation, in that order', () => {
     expect([...TERMINAL_TOOL_STATUSES]).toEqual(['complete', 'completed', 'success', 'error', 'failed', 'cancelled']);
   });
 

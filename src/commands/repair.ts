@@ -11,13 +11,13 @@ export const repairCommand: Command = {
   usage: `subagent-context repair [--database-url URL] [--schema S] [--json]
 
 Stores, for every subagent the health shortfall counts as missing, the row derived from its newest
-message (source 'backfill', execution 'unknown'). Rows that exist are never touched. Then reads the
+message (source 'backfill', under the message's metadata.agent_execution_id, else 'unknown'). Rows that exist are never touched. Then reads the
 shortfall again and says what, if anything, is still missing (see docs/health.md).
 
 --json prints {"repaired": N, "shortfall": M}: rows stored, and the shortfall afterwards.
 
 Example:
-  subagent-context health || subagent-context repair`,
+  subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       // In batches, each its own short transaction, so that a live write of a key being repaired waits

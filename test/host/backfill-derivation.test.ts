@@ -1,4 +1,4 @@
-// The backfill (SPEC §8) derives history written before installation through the same derivation as
+// The backfill (docs/health.md) derives history written before installation through the same derivation as
 // live capture: one row per (session, tool call) from the newest message, source 'backfill',
 // execution 'unknown' unless the metadata names one, and a row that already exists always wins.
 import { describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ describe('history written before installation', async () => {
     subagent_type: '', description: '', model: '', status: '', total_tokens: -5, tool_use_count: -1,
     duration_ms: '' } }), '2026-08-12 09:02:00', '2026-08-12 09:02:30');
   // A subagent spawned by a subagent; its terminal status is 'failed'. History takes the execution id
-  // the metadata names (SPEC §8), like live capture.
+  // the metadata names (docs/health.md), like live capture.
   await msg('m-nested', subagentMetadata({ tool_call_id: 'toolu_child', status: 'failed',
     parent_tool_call_id: 'toolu_zero', agent_execution_id: 'exec-7',
     subagent: { subagent_type: 'test-writer', status: 'started', child_session_id: 'ses_42' } }),

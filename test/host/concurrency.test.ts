@@ -1,4 +1,4 @@
-// Concurrent writers on separate connections (SPEC §6: "no read-then-write ... concurrent writers of one
+// Concurrent writers on separate connections (docs/decisions.md#merge-and-identity: "no read-then-write ... concurrent writers of one
 // key give one row whatever the commit order, and writers of different keys never lose each other's rows").
 import { describe, expect, it } from 'vitest';
 import type pg from 'pg';

@@ -1,4 +1,4 @@
-// SPEC §5: the execution that emitted a frame, from metadata.agent_execution_id (a non-empty JSON
+// docs/integration.md: the execution that emitted a frame, from metadata.agent_execution_id (a non-empty JSON
 // string) or else the transaction-local setting subagent_context.agent_execution_id, else 'unknown'.
 // A row never changes its execution; a late frame of an old execution must not touch a newer one's row.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Health (SPEC §8, §9): shortfall is the only alarm and goes non-zero on the first missed subagent,
+// Health (docs/health.md, README.md#commands): shortfall is the only alarm and goes non-zero on the first missed subagent,
 // whatever excess exists; the CLI's exit status is 0 healthy/idle, 1 shortfall, 2 not activated or
 // trigger off; repair brings the shortfall back to 0 without touching existing rows.
 import { describe, expect, it } from 'vitest';
@@ -60,7 +60,7 @@ describe('after live writes only', async () => {
     });
   });
 
-  it('health --json prints one object with every SPEC §9 field, status healthy, exit 0', async () => {
+  it('health --json prints one object with every README.md#commands field, status healthy, exit 0', async () => {
     const r = await health_('live', ['--json']);
     expect(r.code).toBe(0);
     const body = JSON.parse(r.stdout);
@@ -294,7 +294,7 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
   });
 });
 
-describe('a tool_call_id reused after activation in the same session (SPEC §10 limit)', async () => {
+describe('a tool_call_id reused after activation in the same session (README.md#limits limit)', async () => {
   await db.createHost('reuse');
   const t = await createTurn(db.pool, 'reuse', 'reuse');
   await insertMessage(db.pool, 'reuse', { id: 'first', session: t.session, task: t.task, turn: t.turn,

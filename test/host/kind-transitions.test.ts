@@ -1,4 +1,4 @@
-// SPEC §2/§6: a message's kind changes over its life, and host rows get deleted. The row appears when a
+// docs/integration.md, docs/decisions.md#merge-and-identity: a message's kind changes over its life, and host rows get deleted. The row appears when a
 // message becomes subagent_task, and stays through every later change except the deletion of its session.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';

@@ -1,4 +1,4 @@
-// SPEC §6: every merge rule of the single INSERT … ON CONFLICT DO UPDATE, one at a time, through the real
+// docs/decisions.md#merge-and-identity: every merge rule of the single INSERT … ON CONFLICT DO UPDATE, one at a time, through the real
 // trigger on real message INSERTs and UPDATEs, asserting every column of the derived row.
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';
@@ -142,7 +142,7 @@ describe('turn_id', () => {
 
   it('a stored NULL turn is filled by a later value (on a host whose turn_id may be NULL or empty)', async () => {
     // kandev declares task_session_messages.turn_id NOT NULL with an FK, so its rows always name a turn.
-    // Other hosts, and old rows, may hold NULL or '' there (SPEC §2), which the row records as NULL.
+    // Other hosts, and old rows, may hold NULL or '' there (docs/integration.md), which the row records as NULL.
     // This file's own database plays such a host: the fixture's constraints are dropped here only.
     const schema = 'loose_host';
     await db.createHost(schema);
@@ -272,7 +272,7 @@ describe('metrics', () => {
     expect((await rowOf(c.call)).tool_use_count).toBe(0n);
     await c.frame({ subagent: { tool_use_count: 4 } }, '2026-08-12 09:00:03');
     expect((await rowOf(c.call)).tool_use_count).toBe(4n);
-    // 0 is a reported count, not "not reported": a non-NULL incoming value replaces (SPEC §6).
+    // 0 is a reported count, not "not reported": a non-NULL incoming value replaces (docs/decisions.md#merge-and-identity).
     await c.frame({ subagent: { tool_use_count: 0 } }, '2026-08-12 09:00:04');
     expect((await rowOf(c.call)).tool_use_count).toBe(0n);
   });

@@ -1,4 +1,4 @@
-// SPEC §7: no fault in the capture path may make the message write fail. Each sabotage below breaks the
+// docs/reliability.md: no fault in the capture path may make the message write fail. Each sabotage below breaks the
 // subagent table in a different way; the message INSERT and UPDATE still commit with their metadata,
 // the fault is logged in subagent_context_failures, warned about, and counted; once the sabotage is
 // removed, capture works again.

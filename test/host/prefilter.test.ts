@@ -14,7 +14,7 @@ const CORPUS = [
   'SUBAGENT_TASK', 'subagentXtask', 'subagent.task', 'subagent-task', 'subagent task', 'subagent_Task',
   '{"k":"subagent\\u005ftask"}', '\\u', 'a\\ub', '\\U0041', '\\\\u', '\\', 'u', '\\n', '\\x',
   '{"normalized":{"kind":"tool_call"}}', 'streaming text', '', 'ü ∑ 😀', 'a'.repeat(100_000) + 'subagent_task',
-  // Go's encoding/json escapes (SPEC §2) are not letters of the kind: they stop here.
+  // Go's encoding/json escapes (docs/integration.md) are not letters of the kind: they stop here.
   '{"command":"cd x \\u0026\\u0026 go test"}', '\\u003cdiv\\u003e', 'a\\u2028b\\u2029', '\\u001b[31m',
   // Escapes of the kind's letters do not pass: the literal is part of what qualifies.
   '{"kind":"\\u0073ubagent_task"}', '{"kind":"subagent_tas\\u006B"}',

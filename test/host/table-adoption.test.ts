@@ -1,4 +1,4 @@
-// SPEC §3: installation creates task_session_subagents with the exact contract shape, adopts an existing
+// docs/integration.md: installation creates task_session_subagents with the exact contract shape, adopts an existing
 // table of that shape (and kandev >= 0.89's own, widening its integer metrics), and refuses any other
 // shape with an error naming the difference, changing nothing. Each scenario has its own schema.
 import { describe, expect, it } from 'vitest';
@@ -96,7 +96,7 @@ async function seedRow(schema: string, key: string, extra: Record<string, unknow
 }
 
 describe('a fresh installation', () => {
-  it('creates the table with exactly the SPEC §3 columns, types, nullability, defaults and keys', async () => {
+  it('creates the table with exactly the docs/integration.md columns, types, nullability, defaults and keys', async () => {
     await db.createHost('fresh');
     await db.install('fresh');
     const { rows: columns } = await db.query(`
@@ -129,7 +129,7 @@ describe('a fresh installation', () => {
       { contype: 'p', def: 'PRIMARY KEY (id)' },
       { contype: 'u', def: 'UNIQUE (task_session_id, agent_execution_id, tool_call_id)' },
     ]);
-    // Indexes lead with the session (the unique key), task and turn: the lookups SPEC §3 names.
+    // Indexes lead with the session (the unique key), task and turn: the lookups docs/integration.md names.
     const { rows: leading } = await db.query(`
       SELECT DISTINCT a.attname AS col FROM pg_index i
         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]

@@ -1,4 +1,4 @@
-// The one reference model of capture in the tests, written from SPEC §4 (derivation), §5 (execution id),
+// The one reference model of capture in the tests, written from docs/decisions.md#derivation (derivation), §5 (execution id),
 // §6 (merge) and docs/decisions.md, deliberately NOT from the SQL. test/differential.test.ts and
 // test/hostile-input.test.ts feed the same message writes to this model and to the real trigger and
 // require identical rows and stats.
@@ -166,7 +166,7 @@ function integerValue(lex: string): bigint | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Derivation (SPEC §4, decisions "Derivation")
+// Derivation (docs/decisions.md#derivation, decisions "Derivation")
 
 /** A UTF-16 surrogate without its partner: not a character, so jsonb cannot hold it. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -307,7 +307,7 @@ export type Outcome = 'none' | 'skipped' | 'failed' | 'persisted';
 export interface Failure { message_id: string; sqlstate: string; tool_call_bytes: number }
 
 /** A key longer than a btree index entry can hold (~2.7 kB; less for incompressible text) cannot be
- *  stored: the upsert raises 54000, which capture catches (SPEC §7). The tests' long keys are random. */
+ *  stored: the upsert raises 54000, which capture catches (docs/reliability.md). The tests' long keys are random. */
 const fitsKey = (s: string) => Buffer.byteLength(s, 'utf8') <= 2000;
 
 export class CaptureModel {
@@ -319,7 +319,7 @@ export class CaptureModel {
   apply(w: MessageWrite): Outcome {
     let message: Message;
     if (w.op === 'delete') {
-      this.messages.delete(w.id); // SPEC §6: deleting a message leaves its row in place
+      this.messages.delete(w.id); // docs/decisions.md#merge-and-identity: deleting a message leaves its row in place
       return 'none';
     }
     if (w.op === 'insert') {
@@ -333,7 +333,7 @@ export class CaptureModel {
     return this.capture(message, w.executionSetting);
   }
 
-  /** SPEC §4: one qualifying write -> one upsert (or a counted skip). */
+  /** docs/decisions.md#derivation: one qualifying write -> one upsert (or a counted skip). */
   private capture(m: Message, executionSetting: string | null): Outcome {
     if (!qualifies(m.metadata)) return 'none'; // costs nothing, counts nothing
     this.stats.attempted++;
@@ -343,7 +343,7 @@ export class CaptureModel {
       this.stats.skipped_no_identity++;
       return 'skipped';
     }
-    // SPEC §5: metadata first (a non-empty string), then the transaction-local setting, else 'unknown'.
+    // docs/integration.md: metadata first (a non-empty string), then the transaction-local setting, else 'unknown'.
     const execution = text(member(doc, 'agent_execution_id')) ?? (executionSetting || null) ?? 'unknown';
 
     const st = member(member(doc, 'normalized'), 'subagent_task'); // may be missing or not an object
@@ -391,7 +391,7 @@ export class CaptureModel {
   }
 }
 
-/** SPEC §6, rule by rule. */
+/** docs/decisions.md#merge-and-identity, rule by rule. */
 function merge(s: Row, e: Row): Row {
   const replaceUnlessNull = <K extends keyof Row>(k: K): Row[K] => (e[k] ?? s[k]) as Row[K];
   return {

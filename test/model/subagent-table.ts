@@ -1,4 +1,4 @@
-// task_session_subagents as SPEC §3 defines it, written once for the tests: each column with its
+// task_session_subagents as docs/integration.md defines it, written once for the tests: each column with its
 // declaration, in order, and the unique key. Tests derive from it the column lists they select, the
 // lookalike and pre-existing tables they create, and the model's Row type is checked against it.
 
