@@ -10,7 +10,14 @@
 -- Never breaks the message write: everything after the WHEN clause runs inside one EXCEPTION block.
 -- Unparseable metadata simply does not qualify. Any fault in the write (constraint, lock timeout,
 -- deadlock, privilege, dropped or altered table) is reported with RAISE WARNING, recorded in
--- subagent_context_failures, and the message write goes on. Cost: the block is a subtransaction; when
+-- subagent_context_failures, and the message write goes on.
+--
+-- Never makes a message write wait long: two messages of one (session, tool call) meet on our unique key,
+-- and the second upsert waits for the first one's transaction. A cancel by the host's statement_timeout
+-- is not an error the EXCEPTION block may catch (the message write would be lost), so every lock wait of
+-- ours ends after 200 ms (lock_timeout, a SET clause: PostgreSQL restores the caller's value when the
+-- function returns) as a failure recorded like any other (SQLSTATE 55P03). Its cost per qualifying write
+-- is below what this machine can measure (docs/reliability.md#waits). Cost: the block is a subtransaction; when
 -- the upsert writes, it takes a subtransaction id, so more than 64 captured subagent writes in one
 -- transaction overflow the backend's subxid cache (see docs/bulk-loads.md).
 --
@@ -27,6 +34,7 @@ RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '200ms'
 AS $capture$
 DECLARE
   doc            jsonb;   -- stays NULL when the metadata does not parse
