@@ -27,6 +27,8 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_row_keys(timestamp),
   @extschema@.subagent_message_keys(timestamp),
   @extschema@.subagent_context_backfill(),
+  @extschema@.subagent_context_backfill_step(integer),
+  @extschema@.subagent_store_history_batch(timestamp, text, integer, timestamp),
   @extschema@.subagent_store_history(timestamp, timestamp),
   @extschema@.subagent_store_history(timestamp),
   @extschema@.subagent_history_rows(timestamp, timestamp),
@@ -50,4 +52,5 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_may_qualify(text),
   @extschema@.subagent_parse_metadata(text),
   @extschema@.subagent_parse_metadata_guarded(text);
+DROP PROCEDURE IF EXISTS @extschema@.subagent_context_backfill_run(integer);
 DROP TYPE IF EXISTS @extschema@.subagent_row;

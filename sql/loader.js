@@ -22,7 +22,7 @@ const SQL_DIR = new URL('./', import.meta.url);
 export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** The data layer, in the order it must be applied. */
-export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql'];
+export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql', 'backfill-progress.sql'];
 
 /** The code layer, in the order it must be applied (installation.sql last: it records the rest). */
 export const CODE_FILES = [

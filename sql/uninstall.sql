@@ -31,3 +31,5 @@ DELETE FROM @extschema@.kandev_meta
 -- The reconciliation's record describes the activation that ends here (health reads it only for the
 -- capture_since it compared from): it goes with the keys. The rows and the failure log stay.
 DROP TABLE IF EXISTS @extschema@.subagent_context_reconciliation_keys, @extschema@.subagent_context_reconciliations;
+-- Where an unfinished backfill stood means nothing without the keys: the next install walks from the top.
+DROP TABLE IF EXISTS @extschema@.subagent_context_backfill_progress;

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { codeSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
+import { codeSql, dataSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
 
@@ -47,37 +47,64 @@ export interface BackfillResult {
   failure: string | null;
 }
 
-/** How much history the backfill scans: the planner's row estimate for task_session_messages. */
-export async function historyEstimate(client: pg.Client, schema: string): Promise<{ rows: number | null; size: string }> {
+/**
+ * How much history the backfill walks: the entries of health's index on task_session_messages (one per
+ * message that passes the capture prefilter), else the table's rows, as the planner last counted them;
+ * null when unknown (never analyzed).
+ */
+export async function historyEstimate(client: pg.Client, schema: string): Promise<number | null> {
   const { rows } = await client.query(
-    `SELECT c.reltuples::float8 AS rows, pg_size_pretty(pg_table_size(c.oid)) AS size
-       FROM pg_class AS c WHERE c.oid = to_regclass(format('%I.task_session_messages', $1::text))`, [schema]);
-  if (rows.length === 0) return { rows: null, size: '?' };
-  // reltuples is -1 until the table was first vacuumed or analyzed.
-  return { rows: rows[0].rows >= 0 ? Math.round(rows[0].rows) : null, size: rows[0].size };
+    `WITH idx AS (SELECT to_regclass(format('%I.subagent_context_recent_messages_idx', $1::text)) AS oid)
+     SELECT coalesce(
+              (SELECT sum(c.reltuples) FILTER (WHERE c.reltuples >= 0) FROM pg_class AS c, idx
+                WHERE c.oid = idx.oid OR c.oid IN (SELECT i.inhrelid FROM pg_inherits AS i WHERE i.inhparent = idx.oid)),
+              (SELECT nullif(greatest(c.reltuples, -1), -1) FROM pg_class AS c
+                WHERE c.oid = to_regclass(format('%I.task_session_messages', $1::text))))::float8 AS rows`, [schema]);
+  return rows[0]?.rows == null ? null : Math.round(rows[0].rows);
 }
 
 export interface BackfillOptions {
-  /** Where to show progress while the statement runs; shown only when it is a TTY. */
+  /** Where to show progress while it runs; shown only when it is a TTY. */
   progress?: ProgressStream;
+  /** Messages per batch (each batch is one transaction); the SQL default when absent. */
+  batchSize?: number;
 }
 
-/** The guarded backfill (sql/backfill.sql), as one statement: its own transaction. */
+interface BackfillStep extends BackfillResult {
+  more: boolean;
+  batches: number;
+  scanned: number;
+}
+
+/**
+ * The guarded backfill (sql/backfill.sql), one batch per statement: each batch commits on its own, so a
+ * live write of a historical message waits at most for one batch. A rerun after a failure or an
+ * interruption continues where the walk stood.
+ */
 export async function backfill(client: pg.Client, schema: string, opts: BackfillOptions = {}): Promise<BackfillResult> {
   let progress: Progress | undefined;
+  let total: number | null = null;
   if (opts.progress?.isTTY) {
-    const estimate = await historyEstimate(client, schema);
-    const what = estimate.rows === null ? `${estimate.size} of messages` : `~${estimate.rows.toLocaleString('en-US')} messages (${estimate.size})`;
-    progress = startProgress(`backfill: scanning ${what} for subagent history`, { stream: opts.progress });
+    total = await historyEstimate(client, schema);
+    const what = total === null ? 'messages' : `~${total.toLocaleString('en-US')} candidate messages`;
+    progress = startProgress(`backfill: walking ${what} for subagent history, batch by batch`, { stream: opts.progress });
   }
+  const step = `SELECT status, more, batches::float8 AS batches, scanned::float8 AS scanned,
+                       inserted::float8 AS inserted, capture_since, backfill_through, failure
+                  FROM ${quoteIdent(schema)}.subagent_context_backfill_step(${opts.batchSize === undefined ? '' : '$1'})`;
+  const values = opts.batchSize === undefined ? [] : [opts.batchSize];
   try {
-    const { rows } = await client.query(
-      `SELECT status, inserted::float8 AS inserted, capture_since, backfill_through, failure
-         FROM ${quoteIdent(schema)}.subagent_context_backfill()`);
-    const result = rows[0] as BackfillResult;
-    // The caller prints the outcome once (backfillSummary): the progress line only goes away.
-    progress?.clear();
-    return result;
+    for (;;) {
+      const { rows: [row] } = await client.query<BackfillStep>(step, values);
+      if (row.more) {
+        progress?.update(row.scanned, Math.max(total ?? 0, row.scanned));
+        continue;
+      }
+      // The caller prints the outcome once (backfillSummary): the progress line only goes away.
+      progress?.clear();
+      const { status, capture_since, backfill_through, failure } = row;
+      return { status, inserted: status === 'already activated' ? 0 : row.inserted, capture_since, backfill_through, failure };
+    }
   } catch (err) {
     progress?.clear();
     throw err;
@@ -90,16 +117,17 @@ export async function readInstalledCode(client: pg.ClientBase, schema: string): 
 }
 
 /**
- * Applies the code layer when the installed one is not this package's or was built for another server
- * major: what the release migrations do, for the cases no migration is pending for (a PostgreSQL major
- * upgrade, a patch release). One transaction. Returns whether it did.
+ * Applies the data and code layers when the installed code is not this package's or was built for another
+ * server major: what the release migrations do, for the cases no migration is pending for (a PostgreSQL
+ * major upgrade, a patch release, whose code may need a data-layer table it added). One transaction.
+ * Returns whether it did.
  */
 export async function refreshCode(client: pg.Client, schema: string): Promise<boolean> {
   const code = await readInstalledCode(client, schema);
   if (!code || code.current) return false;
   await client.query('BEGIN');
   try {
-    for (const statement of transactionStatements(schema, codeSql(schema))) await client.query(statement);
+    for (const statement of transactionStatements(schema, [...dataSql(schema), ...codeSql(schema)])) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

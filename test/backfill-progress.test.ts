@@ -1,5 +1,5 @@
-// Backfill progress: on a terminal, `up` and `backfill` show how much history is being scanned and for
-// how long while the one backfill statement runs; piped or with --json they print no progress at all.
+// Backfill progress: on a terminal, `up` and `backfill` show how much history is being walked and, batch by
+// batch, how far they are; piped or with --json they print no progress at all.
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -32,9 +32,9 @@ describe('progress of the backfill statement', async () => {
   await withHistory('tty', 3);
   await db.install('tty');
 
-  it('estimates the rows to scan from the planner statistics', async () => {
+  it('estimates the messages to walk from the planner statistics', async () => {
     const client = await db.connect();
-    expect((await historyEstimate(client, 'tty')).rows).toBe(3);
+    expect(await historyEstimate(client, 'tty')).toBe(3);
   });
 
   it('paints the estimate at once, then clears the line (the command prints the outcome once)', async () => {
@@ -42,7 +42,7 @@ describe('progress of the backfill statement', async () => {
     const { chunks, stream } = terminal(true);
     const result = await backfill(client, 'tty', { progress: stream });
     expect(result.status).toBe('activated');
-    expect(chunks[0]).toMatch(/^\r\x1b\[K⠋ backfill: scanning ~3 messages \([0-9]+ [a-zA-Z]+\) for subagent history {2}\d+\.\ds$/);
+    expect(chunks[0]).toMatch(/^\r\x1b\[K⠋ backfill: walking ~3 candidate messages for subagent history, batch by batch {2}\d+\.\ds$/);
     expect(chunks.at(-1)).toBe('\r\x1b[K');
   });
 
@@ -85,13 +85,13 @@ describe('the CLI', async () => {
       backfill_through: '2026-08-12T09:00:01.000000000Z' });
   });
 
-  it.skipIf(!existsSync('/usr/bin/script'))('up on a terminal shows the scan estimate, and the outcome once', () => {
+  it.skipIf(!existsSync('/usr/bin/script'))('up on a terminal shows the walk estimate, and the outcome once', () => {
     // util-linux `script` runs the command on a pseudo-terminal: the real TTY path, end to end.
     const command = [process.execPath, cli, 'up', '--database-url', db.url, '--schema', 'cli_tty']
       .map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
     const out = execFileSync('/usr/bin/script', ['-qec', command, '/dev/null'],
       { env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8' });
-    expect(out).toContain('backfill: scanning ~2 messages (');
+    expect(out).toContain('backfill: walking ~2 candidate messages');
     // The progress line is cleared, not replaced: the outcome is printed once, by the summary.
     expect(out.match(/backfill: activated/g)).toHaveLength(1);
     expect(out).toMatch(/rows backfilled +2\r?\n/);

@@ -40,10 +40,12 @@ export async function activate(pgm) {
   pgm.noTransaction();
   // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (message-index-partitioned.sql).
   for (const statement of await healthIndexStatements(select(pgm), schema)) pgm.sql(statement);
+  // Batch by batch, each committed (sql/backfill.sql): outside a transaction block, the DO block and the
+  // procedure it calls may commit.
   pgm.sql(`DO $activate$
 BEGIN
   IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN
-    PERFORM ${quoteIdent(schema)}.subagent_context_backfill();
+    CALL ${quoteIdent(schema)}.subagent_context_backfill_run();
   END IF;
 END
 $activate$`);
@@ -69,6 +71,12 @@ export async function deactivate(pgm) {
   const schema = await targetSchema(pgm);
   pgm.sql(`DELETE FROM ${quoteIdent(schema)}.kandev_meta
             WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
+  // An unfinished backfill's position goes with the keys (releases before 0.3.0 had no such table).
+  pgm.sql(`DO $deactivate$ BEGIN
+  IF to_regclass('${quoteIdent(schema)}.subagent_context_backfill_progress') IS NOT NULL THEN
+    DELETE FROM ${quoteIdent(schema)}.subagent_context_backfill_progress;
+  END IF;
+END $deactivate$`);
 }
 
 /** A later release's half of a pair whose going down is done by the first release's migrations. */
