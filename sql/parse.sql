@@ -7,10 +7,12 @@
 -- function. PostgreSQL 15 cannot, so there it is a plpgsql function that catches the parse error (a
 -- subtransaction that writes nothing, so it takes no subtransaction id). Both paths run in CI.
 --
--- One error is not a soft input error even on 16+: deeply nested JSON ('[[[[…' tens of thousands deep)
--- exhausts the stack ("stack depth limit exceeded"), and pg_input_is_valid raises it. One such message
--- would make health, backfill and repair fail. Text with few '[' and '{' cannot nest deeply, so only
--- text with many of them goes through the catching plpgsql parser; everything else stays inlined.
+-- Two errors are not soft input errors even on 16+, and pg_input_is_valid raises them: deeply nested
+-- JSON ('[[[[…' tens of thousands deep) exhausts the stack ("stack depth limit exceeded"), and a
+-- document past jsonb's size limits ("total size of jsonb object elements exceeds the maximum of
+-- 268435455 bytes"; a short number takes up to six times its text in jsonb, so 16 MB of text can
+-- already come near). One such message would make health, backfill and repair fail. So text with many
+-- '[' and '{', and text over 16 MB, go through the catching plpgsql parser; everything else stays inlined.
 --
 -- PARALLEL UNSAFE, all of them: an EXCEPTION block opens a subtransaction, which PostgreSQL refuses
 -- inside a parallel query ("cannot start subtransactions during a parallel operation"). Declared
@@ -34,7 +36,8 @@ BEGIN
       RETURNS jsonb LANGUAGE sql STABLE PARALLEL UNSAFE
       AS $body$
         SELECT CASE
-                 WHEN length(metadata) - length(translate(metadata, '[{', '')) > 256
+                 WHEN octet_length(metadata) > 16777216
+                   OR length(metadata) - length(translate(metadata, '[{', '')) > 256
                    THEN @extschema@.subagent_parse_metadata_guarded(metadata)
                  WHEN pg_input_is_valid(metadata, 'jsonb') THEN metadata::jsonb
                END
