@@ -14,9 +14,9 @@ DECLARE
   seq text;
 BEGIN
   FOREACH seq IN ARRAY @counter_sequences@ LOOP
-    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS @extschema@.%I', seq);
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %s.%I', '@extschema@', seq);
   END LOOP;
-  EXECUTE (SELECT 'REVOKE ALL ON SEQUENCE ' || string_agg(format('@extschema@.%I', s), ', ') || ' FROM PUBLIC'
+  EXECUTE (SELECT 'REVOKE ALL ON SEQUENCE ' || string_agg(format('%s.%I', '@extschema@', s), ', ') || ' FROM PUBLIC'
              FROM unnest(@counter_sequences@) AS s);
 END
 $counters$;

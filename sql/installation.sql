@@ -7,10 +7,10 @@
 DO $installation$
 BEGIN
   EXECUTE format(
-    $fn$CREATE FUNCTION @extschema@.subagent_context_installation(
+    $fn$CREATE FUNCTION %s.subagent_context_installation(
            OUT version text, OUT code_digest text, OUT server_major integer)
          LANGUAGE sql IMMUTABLE PARALLEL SAFE
          AS $body$ SELECT %L::text, %L::text, %s::integer $body$$fn$,
-    '@version@', '@digest@', current_setting('server_version_num')::int / 10000);
+    '@extschema@', '@version@', '@digest@', current_setting('server_version_num')::int / 10000);
 END
 $installation$;

@@ -50,10 +50,10 @@ BEGIN
     FOREACH col SLICE 1 IN ARRAY columns LOOP
       definition := definition || format('%I %s %s, ', col[1], col[2], col[3]);
     END LOOP;
-    EXECUTE format('CREATE TABLE @extschema@.task_session_subagents (%s'
+    EXECUTE format('CREATE TABLE %s.task_session_subagents (%s'
                    'CONSTRAINT task_session_subagents_key UNIQUE (task_session_id, agent_execution_id, tool_call_id)'
                    ') WITH (fillfactor = 90)',  -- room on the page keeps the frequent merge updates HOT
-                   definition);
+                   '@extschema@', definition);
     COMMENT ON TABLE @extschema@.task_session_subagents IS 'subagent-context: created by subagent-context';
     RETURN;
   END IF;
@@ -117,7 +117,7 @@ BEGIN
   END IF;
 
   IF cardinality(widen) > 0 THEN
-    EXECUTE format('ALTER TABLE @extschema@.task_session_subagents %s',
+    EXECUTE format('ALTER TABLE %s.task_session_subagents %s', '@extschema@',
       (SELECT string_agg(format('ALTER COLUMN %I TYPE bigint', c), ', ') FROM unnest(widen) AS c));
     RAISE NOTICE 'subagent-context: adopted the existing task_session_subagents; widened % from integer to bigint',
       array_to_string(widen, ', ');

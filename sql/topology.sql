@@ -33,10 +33,10 @@ BEGIN
   END IF;
   FOREACH t IN ARRAY ARRAY['task_session_subagents', 'subagent_context_failures'] LOOP
     found_kind := NULL; found_column := NULL; found_colocation := NULL;
-    IF to_regclass(format('@extschema@.%I', t)) IS NOT NULL THEN
+    IF to_regclass(format('%s.%I', '@extschema@', t)) IS NOT NULL THEN
       EXECUTE 'SELECT partmethod, column_to_column_name(logicalrelid, partkey), colocationid
                  FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1'
-         INTO found_kind, found_column, found_colocation USING to_regclass(format('@extschema@.%I', t));
+         INTO found_kind, found_column, found_colocation USING to_regclass(format('%s.%I', '@extschema@', t));
     END IF;
     IF found_colocation IS DISTINCT FROM colocation OR found_column IS DISTINCT FROM 'task_session_id' THEN
       RAISE EXCEPTION 'subagent-context: on Citus, create % distributed on task_session_id and co-located with task_session_messages before `up` (docs/citus.md, step 2); nothing was changed', t

@@ -14,6 +14,9 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
   // Loaded here, not at the top: only up, backfill and uninstall migrate, and node-pg-migrate (with the
   // TypeScript loader it brings) is most of every other command's start-up.
   const { runner, PG_MIGRATE_LOCK_ID } = await import('node-pg-migrate');
+  const bookkeeping = `${quoteIdent(schema)}.${quoteIdent(MIGRATIONS_TABLE)}`;
+  const { rows: [{ existed }] } = await client.query(
+    `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL AS existed`, [schema, MIGRATIONS_TABLE]);
   try {
     return await runner({
       dbClient: client,
@@ -32,6 +35,13 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
     // running". Roll back and release the lock, so the connection is usable and a retry can run.
     await client.query('ROLLBACK').catch(() => {});
     await client.query('SELECT pg_advisory_unlock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]).catch(() => {});
+    // node-pg-migrate creates its bookkeeping table before the first migration's transaction: a first
+    // install that failed would leave it behind, recording nothing. Leave the schema as it was.
+    if (!existed) {
+      await client.query(`DO $forget$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM ${bookkeeping}) THEN DROP TABLE ${bookkeeping}; END IF;
+      END $forget$`).catch(() => {});
+    }
     throw err;
   } finally {
     // node-pg-migrate leaves search_path pointing at the schema; leave the session as we found it.
