@@ -101,6 +101,8 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
         ? `the role ${role} may not use ${schema && schema !== 'public' ? `${sqlName(schema)}.${object}` : object}`
         : `${message}: the role ${role} lacks a privilege this needs; connect as the role that installed subagent-context.`);
     }
+    case '25006':  // read_only_sql_transaction: a write on a standby or in a read-only transaction
+      return new UserError(READ_ONLY_SENTENCE);
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
     case 'EHOSTUNREACH':
@@ -177,6 +179,17 @@ export async function withClient<T>(url: string | undefined, fn: (client: pg.Cli
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/** What a read-only server (a standby, or default_transaction_read_only) allows: one sentence, for every command. */
+export const READ_ONLY_SENTENCE = 'this server is read-only (a standby, or default_transaction_read_only is on): ' +
+  'health, report and metrics read and work here; up, backfill, repair and uninstall write, so run them against the primary.';
+
+/** Refuses, before anything is attempted, to run a command that writes on a server that cannot take writes. */
+export async function assertWritable(client: pg.ClientBase): Promise<void> {
+  const { rows: [{ read_only }] } = await client.query(
+    `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only`);
+  if (read_only) throw new UserError(READ_ONLY_SENTENCE);
 }
 
 export async function assertSchemaExists(client: pg.Client, schema: string): Promise<void> {

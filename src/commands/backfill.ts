@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { withClient } from '../db.js';
+import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
 import { printJson, keyValues, safe } from '../output.js';
@@ -17,6 +17,7 @@ Example:
   subagent-context backfill --database-url postgres://kandev@db/kandev`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await assertWritable(client);
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context backfill'),
       }, () => backfill(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));

@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { withClient } from '../db.js';
+import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
@@ -20,6 +20,7 @@ Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await assertWritable(client);
       // In batches, each its own short transaction, so that a live write of a key being repaired waits
       // at most one batch (docs/reliability.md); a batch that stores nothing ends it (what is left cannot
       // be repaired: see below).

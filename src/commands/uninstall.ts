@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertSchemaExists, UserError, withClient } from '../db.js';
+import { assertSchemaExists, assertWritable, UserError, withClient } from '../db.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
 import { sqlFile, sqlStatements, transactionStatements, uninstallSql } from '#sql';
@@ -23,6 +23,7 @@ Example:
   options: { 'drop-data': { type: 'boolean' } },
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await assertWritable(client);
       await assertSchemaExists(client, ctx.schema);
       const before = await inventory(client, ctx.schema);
       const dropData = Boolean(ctx.args['drop-data']);

@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { takeNotices, withClient } from '../db.js';
+import { assertWritable, takeNotices, withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
 import { printJson, green, safe, yellow } from '../output.js';
@@ -21,6 +21,7 @@ Examples:
   DATABASE_URL=postgres://kandev@db/kandev subagent-context up --schema tenant_a`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await assertWritable(client);
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),
       }, () => up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));
