@@ -29,3 +29,7 @@ export function codeSql(schema: string): string[];
 export function uninstallSql(schema: string): string[];
 export function installedCode(select: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, schema: string): Promise<InstalledCode | null>;
 export function targetSchema(pgm: unknown): Promise<string>;
+/** The statement that takes the locks on kandev's tables a transaction needs, with bounded waits (lock-host.sql). */
+export function lockHost(schema: string, locks: string[][]): string;
+export const INSTALL_LOCKS: string[][];
+export const UNINSTALL_LOCKS: string[][];

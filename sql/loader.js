@@ -103,6 +103,21 @@ export function transactionStatements(schema, sqls) {
   return [sqlFile('topology.sql', schema), ...sqls].flatMap(splitStatements);
 }
 
+/**
+ * The statement that takes, with a short lock_timeout and bounded retries, the locks on kandev's tables
+ * that a transaction's DDL needs (lock-host.sql), to run first in that transaction; `locks` is
+ * [[table, mode], ...].
+ */
+export function lockHost(schema, locks) {
+  const array = `ARRAY[${locks.map(([t, m]) => `['${t}', '${m}']`).join(', ')}]`;
+  return sqlFile('lock-host.sql', schema).replaceAll('@host_locks@', array);
+}
+
+/** What install and upgrade lock: task_sessions for the foreign key, task_session_messages for the trigger. */
+export const INSTALL_LOCKS = [['task_sessions', 'SHARE ROW EXCLUSIVE'], ['task_session_messages', 'SHARE ROW EXCLUSIVE']];
+/** What uninstall locks: DROP TRIGGER and DROP INDEX take task_session_messages whole. */
+export const UNINSTALL_LOCKS = [['task_session_messages', 'ACCESS EXCLUSIVE']];
+
 /** The data layer's SQL, one string per file. */
 export function dataSql(schema) {
   return DATA_FILES.map((f) => sqlFile(f, schema));

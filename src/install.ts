@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { codeSql, dataSql, installedCode, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
+import { codeSql, dataSql, installedCode, INSTALL_LOCKS, lockHost, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
 
@@ -137,6 +137,7 @@ export async function refreshCode(client: pg.Client, schema: string): Promise<bo
   if (!code || code.current) return false;
   await client.query('BEGIN');
   try {
+    await client.query(lockHost(schema, INSTALL_LOCKS));
     for (const statement of transactionStatements(schema, [...dataSql(schema), ...codeSql(schema)])) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {

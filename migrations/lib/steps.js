@@ -2,11 +2,13 @@
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
 import {
-  codeSql, dataSql, installedCode, quoteIdent, sqlFile, targetSchema, transactionStatements, uninstallSql,
+  codeSql, dataSql, installedCode, INSTALL_LOCKS, lockHost, quoteIdent, sqlFile, targetSchema, transactionStatements,
+  UNINSTALL_LOCKS, uninstallSql,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
-const queue = (pgm, schema, sqls) => {
+const queue = (pgm, schema, sqls, locks = INSTALL_LOCKS) => {
+  pgm.sql(lockHost(schema, locks));
   for (const statement of transactionStatements(schema, sqls)) pgm.sql(statement);
 };
 
@@ -64,7 +66,7 @@ $reconcile$`);
 export async function uninstall(pgm) {
   const schema = await targetSchema(pgm);
   queue(pgm, schema, [sqlFile('topology-uninstall.sql', schema), ...uninstallSql(schema),
-    sqlFile('topology-uninstall-workers.sql', schema)]);
+    sqlFile('topology-uninstall-workers.sql', schema)], UNINSTALL_LOCKS);
 }
 
 export async function deactivate(pgm) {

@@ -1,0 +1,91 @@
+// DDL on kandev's tables never queues kandev (docs/reliability.md#locks). One session idle in a
+// transaction (a writer for `up`, a mere reader for `uninstall`) used to make every writer wait behind
+// our lock request for as long as it stayed idle. Now each try waits at most subagent_context.lock_timeout
+// (1 s), backs off, and after its tries the command stops with one sentence naming that session.
+import { describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { freshDatabase } from './helpers/database.js';
+import { builtCli, runCli } from './helpers/cli.js';
+import { createTurn, insertMessage } from '../kandev/host.js';
+
+const cli = builtCli();
+
+/** Four kandev writers, each with statement_timeout = '3s', writing until stopped; their worst latency. */
+async function writers(db: Awaited<ReturnType<typeof freshDatabase>>, key: string) {
+  const t = await createTurn(db.pool, 'public', key);
+  const clients: pg.Client[] = [];
+  for (let i = 0; i < 4; i++) {
+    const c = await db.connect();
+    await c.query(`SET statement_timeout = '3s'`);
+    clients.push(c);
+  }
+  let stop = false;
+  let worst = 0;
+  let failed = 0;
+  let writes = 0;
+  const loops = clients.map(async (c, w) => {
+    for (let n = 0; !stop; n++) {
+      const t0 = performance.now();
+      try {
+        await insertMessage(c, 'public', { id: `${key}-${w}-${n}`, session: t.session, task: t.task, turn: t.turn, metadata: '{"kind":"message"}' });
+        writes++;
+      } catch {
+        failed++;
+      }
+      worst = Math.max(worst, performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+  return { stop: async () => { stop = true; await Promise.all(loops); return { worst, failed, writes }; } };
+}
+
+describe('`up` with a writer idle in its transaction', async () => {
+  const db = await freshDatabase('host_locks_up', { from: 'host' });
+  it('holds no writer more than about a second, stops naming that session, and installs once it ends', async () => {
+    const t = await createTurn(db.pool, 'public', 'idle');
+    const idle = await db.connect();
+    const { rows: [{ pid }] } = await idle.query(`SELECT pg_backend_pid() AS pid`);
+    await idle.query('BEGIN');
+    await insertMessage(idle, 'public', { id: 'idle-1', session: t.session, task: t.task, turn: t.turn, metadata: '{"kind":"message"}' });
+
+    const w = await writers(db, 'up');
+    const r = await runCli(cli, ['up', '--database-url', db.url]);
+    const seen = await w.stop();
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`task_session_messages is held by a long transaction \\(pid ${pid} \\(postgres for [0-9:]+, idle in transaction: INSERT INTO`));
+    expect(r.stderr).toMatch(/nothing was changed/);
+    expect(seen.failed).toBe(0);
+    expect(seen.writes).toBeGreaterThan(20);
+    expect(seen.worst).toBeLessThan(1600);
+    expect((await db.query(`SELECT to_regclass('public.task_session_subagents') AS t`)).rows[0].t).toBeNull();
+
+    await idle.query('COMMIT');
+    const again = await runCli(cli, ['up', '--database-url', db.url]);
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+  }, 120_000);
+});
+
+describe('`uninstall` with a reader idle in its transaction', async () => {
+  const db = await freshDatabase('host_locks_uninstall', { from: 'installed' });
+  it('holds no reader or writer more than about a second, stops naming that session, and uninstalls once it ends', async () => {
+    const idle = await db.connect();
+    const { rows: [{ pid }] } = await idle.query(`SELECT pg_backend_pid() AS pid`);
+    await idle.query('BEGIN');
+    await idle.query('SELECT count(*) FROM task_session_messages');
+
+    const w = await writers(db, 'uninstall');
+    const r = await runCli(cli, ['uninstall', '--database-url', db.url]);
+    const seen = await w.stop();
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`held by a long transaction \\(pid ${pid} \\(postgres for [0-9:]+, idle in transaction: SELECT count`));
+    expect(seen.failed).toBe(0);
+    expect(seen.worst).toBeLessThan(1600);
+    expect((await db.query(`SELECT count(*)::int AS n FROM pg_trigger WHERE tgname = 'subagent_context_capture'`)).rows[0].n).toBe(1);
+
+    await idle.query('COMMIT');
+    const again = await runCli(cli, ['uninstall', '--database-url', db.url]);
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+  }, 120_000);
+});
