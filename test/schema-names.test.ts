@@ -1,4 +1,4 @@
-// Installation works in any schema (docs/install.md#schemas): a schema name is an identifier, never part
+// Installation works in any schema (docs/install.md): a schema name is an identifier, never part
 // of a format string, so `%` in it neither breaks the install (format()'s "too few arguments") nor, as
 // `%%`, addresses another schema. A first install that fails leaves the schema as it was: no
 // bookkeeping table of node-pg-migrate behind.
