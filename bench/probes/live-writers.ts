@@ -15,7 +15,7 @@ import pg from 'pg';
 import { createHostTables } from '../../kandev/host.js';
 import { backfill, migrate, up } from '../../src/install.js';
 import { MIGRATIONS_TABLE, PACKAGE_ROOT } from '../../src/paths.js';
-import { quoteIdent } from '../../sql/loader.js';
+import { quoteIdent } from '#sql';
 import { benchPlan, seedStore, templates } from '../stores.js';
 
 const ADMIN = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
