@@ -33,7 +33,7 @@ async function write(suffix: string) {
 }
 
 const canReconcile = async () =>
-  (await db.query(`SELECT to_regprocedure('public.subagent_context_reconcile(integer, text)') IS NOT NULL AS ok`)).rows[0].ok as boolean;
+  (await db.query(`SELECT to_regprocedure('public.subagent_context_reconcile(integer, interval)') IS NOT NULL AS ok`)).rows[0].ok as boolean;
 
 describe('documents at the edge of what PostgreSQL holds', () => {
   it('already in the table: `up` installs, builds a valid index and backfills', async () => {
