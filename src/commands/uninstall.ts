@@ -3,7 +3,7 @@ import type { Command } from './types.js';
 import { assertSchemaExists, assertWritable, UserError, withClient } from '../db.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
-import { sqlFile, sqlStatements, transactionStatements, uninstallSql } from '#sql';
+import { lockHost, sqlFile, sqlStatements, transactionStatements, UNINSTALL_LOCKS, uninstallSql } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 
@@ -143,8 +143,9 @@ const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 async function removeCode(client: pg.Client, schema: string): Promise<void> {
   await client.query('BEGIN');
   try {
-    const statements = transactionStatements(schema, [sqlFile('topology-uninstall.sql', schema), ...uninstallSql(schema),
-      sqlFile('topology-uninstall-workers.sql', schema)]);
+    // Its locks first, with bounded waits (sql/lock-host.sql), as the migration's down takes them.
+    const statements = [lockHost(schema, UNINSTALL_LOCKS), ...transactionStatements(schema, [sqlFile('topology-uninstall.sql', schema),
+      ...uninstallSql(schema), sqlFile('topology-uninstall-workers.sql', schema)])];
     for (const statement of statements) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {
