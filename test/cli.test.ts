@@ -114,7 +114,7 @@ describe('errors about the target schema', () => {
   });
 
   it.each([
-    [['backfill'], 'function kandev.subagent_context_backfill() does not exist'],
+    [['backfill'], 'function kandev.subagent_context_backfill_step() does not exist'],
     [['repair'], 'function kandev.subagent_context_repair() does not exist'],
     [['report'], 'relation "kandev.task_session_subagents" does not exist'],
   ])('%s before installation says to run up', async (args, what) => {

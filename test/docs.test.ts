@@ -112,8 +112,12 @@ describe('citations a user can follow', () => {
 
   /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
   const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
-  const anchors = (file: string) => new Set(readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```$/gm, '')
-    .split('\n').filter((l) => /^#+ /.test(l)).map((l) => slug(l.replace(/^#+ /, ''))));
+  /** A document's anchors: its headings' slugs, and the explicit `<a id="…">` GitHub renders too. */
+  const anchors = (file: string) => {
+    const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+    return new Set([...text.split('\n').filter((l) => /^#+ /.test(l)).map((l) => slug(l.replace(/^#+ /, ''))),
+      ...[...text.matchAll(/<a id="([^"]+)"><\/a>/g)].map((m) => m[1])]);
+  };
 
   it('every link to a doc, and every docs/….md#anchor a file cites, resolves', () => {
     const broken: string[] = [];

@@ -119,7 +119,7 @@ describe('a fresh clone, followed through the docs', { timeout: 300_000 }, () =>
   it('report', async () => {
     const report = await sc(fresh, 'report');
     expect(report.code, report.stderr).toBe(0);
-    expect(report.stdout).toMatch(/^subagent-context report: database \S+ on \S+,\s+schema public$/m);
+    expect(report.stdout).toMatch(/^subagent-context report: database \S+\s+on\s+\S+,\s+schema public$/m);
   });
 
   const notInstalled = async () => {
@@ -135,10 +135,9 @@ describe('a fresh clone, followed through the docs', { timeout: 300_000 }, () =>
     await notInstalled();
   });
 
-  // The exporter serves only `subagent_context_up 0` where nothing is installed, so Prometheus fires
-  // MetricsAbsent instead of TriggerMissing (issue 25, point 4: another branch's). When that lands this
-  // fails: turn it into a plain `it`.
-  (promtool ? it.fails : it.skip)('after uninstall, the shipped rules fire SubagentContextTriggerMissing', async () => {
+  // A database that answers with nothing installed is `up 1` with status not_installed (docs/dashboards.md),
+  // so Prometheus fires TriggerMissing, not DatabaseUnreachable or MetricsAbsent.
+  (promtool ? it : it.skip)('after uninstall, the shipped rules fire SubagentContextTriggerMissing', async () => {
     expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toEqual(['SubagentContextTriggerMissing']);
   });
 
