@@ -108,10 +108,10 @@ BEGIN
     call_id := @extschema@.subagent_text_field(doc, 'tool_call_id');  -- for the report only
     GET STACKED DIAGNOSTICS fault_state = RETURNED_SQLSTATE, fault_message = MESSAGE_TEXT,
                             fault_detail = PG_EXCEPTION_DETAIL;
-    -- The id is cut short here (the failures table keeps it whole): a hostile 1 MB tool_call_id
-    -- must not become a 1 MB line in the client's notices and the server log.
+    -- The ids and the message are cut short here (the failures table keeps them whole): a hostile 1 MB
+    -- session or tool_call_id must not become a 1 MB line in the client's notices and the server log.
     RAISE WARNING 'subagent-context: capture failed for session %, tool call % (SQLSTATE %): %',
-      NEW.task_session_id, coalesce(left(call_id, 200), '?'), fault_state, fault_message;
+      left(NEW.task_session_id, 200), coalesce(left(call_id, 200), '?'), fault_state, left(fault_message, 500);
     BEGIN
       PERFORM nextval('@extschema@.subagent_context_failed_seq');
       IF anomalous THEN

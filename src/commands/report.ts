@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { withClient, UserError, assertSchemaExists } from '../db.js';
-import { readReport, renderText, renderHtml, reportJson, parseWindow, statementTimeout, DEFAULT_STATEMENT_TIMEOUT } from '../report/index.js';
+import { readReport, renderText, renderHtml, reportJson, parseWindow, futureWindowWarning, statementTimeout, DEFAULT_STATEMENT_TIMEOUT } from '../report/index.js';
 import { bold, dim, terminalWidth } from '../output.js';
 
 /** The host as the operator named it in the URL (no credentials); undefined for a socket or no URL. */
@@ -54,6 +54,8 @@ Examples:
     const html = ctx.args.html;
     if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.');
     const window = parseWindow(ctx.args.since as string | undefined, ctx.args.until as string | undefined);
+    const future = futureWindowWarning(window);
+    if (future) console.error(future);
     const width = terminalWidth(ctx.args.width as string | undefined);
     const timeoutFlag = ctx.args['statement-timeout'] as string | undefined;
     statementTimeout(timeoutFlag, '0');  // a bad value is a usage error before connecting
