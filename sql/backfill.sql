@@ -37,16 +37,19 @@ AS $$
    ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC
 $$;
 
--- Store the derived history rows of (session, tool call) keys that have no row yet, under any execution
--- id: a stored row always wins, and history never duplicates a subagent that live capture, kandev's own
--- writer (real execution ids) or an earlier installation recorded (docs/decisions.md#history-never-duplicates).
--- Returns how many rows were written and the newest created_at among qualifying messages, both from
--- one snapshot of one statement.
-CREATE FUNCTION @extschema@.subagent_store_history(since timestamp, OUT inserted bigint, OUT newest timestamp)
-LANGUAGE sql VOLATILE
+-- Store derived history rows, for the backfill's batches and repair alike: only for (session, tool call)
+-- keys that have no row yet, under any execution id (a stored row always wins, and history never
+-- duplicates a subagent that live capture, kandev's own writer or an earlier installation recorded:
+-- docs/decisions.md#history-never-duplicates), marked source 'backfill'. Returns how many it stored.
+-- PL/pgSQL: its statement writes through a CTE, which no SQL function may hide in an expression on Citus.
+CREATE FUNCTION @extschema@.subagent_store_history_rows(history_rows @extschema@.subagent_row[])
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
 AS $$
-  WITH history AS MATERIALIZED (
-         SELECT * FROM @extschema@.subagent_history_rows(since, clock_timestamp() AT TIME ZONE 'UTC')),
+DECLARE
+  stored_rows bigint;
+BEGIN
+  WITH history AS MATERIALIZED (SELECT * FROM unnest(history_rows)),
        -- Keys of that history already recorded, under any execution id. A CTE rather than a correlated
        -- NOT EXISTS on the table: Citus plans no correlated subquery beside a CTE (docs/citus.md).
        recorded AS MATERIALIZED (
@@ -70,7 +73,9 @@ AS $$
                                AND r.tool_call_id = h.tool_call_id)
          ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
          RETURNING 1)
-  SELECT (SELECT count(*) FROM stored), (SELECT max(observed_at) FROM history)
+  SELECT count(*) INTO stored_rows FROM stored;
+  RETURN stored_rows;
+END
 $$;
 
 -- One batch of the walk: the next `batch_size` messages that pass the capture prefilter, older than
@@ -107,28 +112,13 @@ AS $$
                   coalesce(m.updated_at, now_utc),
                   @extschema@.subagent_execution_id(p.doc, NULL)) AS d
           ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC),
-       -- Keys already recorded, under any execution id: by live capture, an earlier (newer) batch, kandev.
-       recorded AS MATERIALIZED (
-         SELECT r.task_session_id, r.tool_call_id FROM @extschema@.task_session_subagents AS r
-          WHERE (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
+       -- Stored unless their key has a row already: by live capture, an earlier (newer) batch, kandev.
        stored AS (
-         INSERT INTO @extschema@.task_session_subagents (id, source,
-           task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-           subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
-           is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
-         SELECT gen_random_uuid()::text, 'backfill', h.*
-           FROM history AS h
-          -- As in subagent_store_history: a key too long for a btree entry is left out.
-          WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
-            AND octet_length(h.task_id) <= 2600
-            AND NOT EXISTS (SELECT 1 FROM recorded AS r
-                             WHERE r.task_session_id = h.task_session_id
-                               AND r.tool_call_id = h.tool_call_id)
-         ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
-         RETURNING 1),
+         SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row)) AS n
+           FROM history AS h),
        oldest AS (
          SELECT w.created_at, w.id FROM walked AS w ORDER BY w.created_at, w.id LIMIT 1)
-  SELECT (SELECT count(*) FROM walked), (SELECT count(*) FROM stored), (SELECT max(h.observed_at) FROM history AS h),
+  SELECT (SELECT count(*) FROM walked), (SELECT coalesce(s.n, 0) FROM stored AS s), (SELECT max(h.observed_at) FROM history AS h),
          (SELECT o.created_at FROM oldest AS o), (SELECT o.id FROM oldest AS o)
 $$;
 

@@ -56,7 +56,7 @@ BEGIN
      WHERE p.pronamespace = '@extschema@'::regnamespace AND l.lanname = 'sql'
        AND p.proname IN ('subagent_context_key', 'subagent_message_keys', 'subagent_context_compare',
                          'subagent_context_reconciled',
-                         'subagent_history_rows', 'subagent_store_history', 'subagent_store_history_batch')
+                         'subagent_history_rows', 'subagent_store_history_batch')
   LOOP
     IF f.proretset THEN
       body := E'#variable_conflict use_column\nBEGIN\n  RETURN QUERY ' || f.query || E';\nEND';

@@ -29,6 +29,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_context_backfill(),
   @extschema@.subagent_context_backfill_step(integer),
   @extschema@.subagent_store_history_batch(timestamp, text, integer, timestamp),
+  @extschema@.subagent_store_history_rows(@extschema@.subagent_row[]),
   @extschema@.subagent_store_history(timestamp, timestamp),
   @extschema@.subagent_store_history(timestamp),
   @extschema@.subagent_history_rows(timestamp, timestamp),

@@ -155,18 +155,10 @@ BEGIN
   WITH candidates AS MATERIALIZED (
          SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_missing() AS k
           ORDER BY 1, 2 LIMIT greatest(max_keys, 1)),
-       -- A key with a row under any execution id, observed whenever, is left alone (the backfill's rule).
-       batch AS MATERIALIZED (
-         SELECT c.task_session_id, c.tool_call_id FROM candidates AS c
-         EXCEPT
-         SELECT r.task_session_id, r.tool_call_id
-           FROM candidates AS c
-           JOIN @extschema@.task_session_subagents AS r
-             ON r.task_session_id = c.task_session_id AND r.tool_call_id = c.tool_call_id),
        -- Each key's newest qualifying message since activation, found through the session's messages.
        history AS MATERIALIZED (
          SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
-           FROM batch AS b
+           FROM candidates AS b
            JOIN @extschema@.task_session_messages AS m ON m.task_session_id = b.task_session_id
           CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
           CROSS JOIN LATERAL @extschema@.derive_subagent_row(
@@ -176,20 +168,10 @@ BEGIN
                   @extschema@.subagent_execution_id(p.doc, NULL)) AS d
           WHERE m.created_at >= since AND @extschema@.subagent_may_qualify(m.metadata)
             AND d.tool_call_id = b.tool_call_id
-          ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC),
-       stored AS (
-         INSERT INTO @extschema@.task_session_subagents (id, source,
-           task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-           subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
-           is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
-         SELECT gen_random_uuid()::text, 'backfill', h.*
-           FROM history AS h
-          -- A key too long for a btree entry stays missing (capture logs it as a failure, 54000).
-          WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
-            AND octet_length(h.task_id) <= 2600
-         ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
-         RETURNING 1)
-  SELECT count(*) INTO repaired FROM stored;
+          ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC)
+  -- Stored unless the key has a row under any execution id, observed whenever (the backfill's rule).
+  SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row))
+    INTO repaired FROM history AS h;
   SELECT count(*) INTO remaining FROM @extschema@.subagent_context_missing();
 END
 $$;
