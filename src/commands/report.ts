@@ -54,14 +54,15 @@ Examples:
     const html = ctx.args.html;
     if (html === '') throw new UserError('--html needs a file name, e.g. --html report.html.');
     const window = parseWindow(ctx.args.since as string | undefined, ctx.args.until as string | undefined);
-    const future = futureWindowWarning(window);
-    if (future) console.error(future);
     const width = terminalWidth(ctx.args.width as string | undefined);
     const timeoutFlag = ctx.args['statement-timeout'] as string | undefined;
     statementTimeout(timeoutFlag, '0');  // a bad value is a usage error before connecting
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
       const report = await readReport(client, ctx.schema, { window, host: urlHost(ctx.databaseUrl), statementTimeout: timeoutFlag });
+      // An empty report of a window that has not begun says why it is empty.
+      const future = report.overview.subagents === 0 ? futureWindowWarning(window) : null;
+      if (future) console.error(future);
       if (typeof html === 'string') {
         const path = resolve(html);
         try {

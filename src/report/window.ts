@@ -48,7 +48,7 @@ export function parseWindow(since: string | undefined, until: string | undefined
   return w;
 }
 
-/** One sentence when the window starts after now (it can hold nothing yet), else null. */
+/** One sentence when the window starts after now (so an empty report is no surprise), else null. */
 export function futureWindowWarning(window: ReportWindow, now = new Date()): string | null {
   if (window.since === null || window.since <= utcTimestamp(now.getTime())) return null;
   return `warning: --since ${window.since.replace(/\.000$/, '')} UTC is in the future, so the window holds nothing yet.`;
