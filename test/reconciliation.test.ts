@@ -191,7 +191,10 @@ describe('the record survives pg_dump and pg_restore', async () => {
   await reconcileAll('dumped');
   const restored = await freshDatabase('reconciliation_restored');
 
-  it('health on the restored database answers the same, from the same reconciliation', async () => {
+  // pg_dump refuses a server newer than itself: the system's client may be older than the suite's server.
+  const clientMajor = Number(/(\d+)/.exec((await promisify(execFile)('pg_dump', ['--version'])).stdout.replace(/^\D+/, ''))?.[1]);
+  const serverMajor = Number((await db.query(`SELECT current_setting('server_version_num')::int / 10000 AS major`)).rows[0].major);
+  it.skipIf(!(clientMajor >= serverMajor))('health on the restored database answers the same, from the same reconciliation', async () => {
     const dump = await promisify(execFile)('pg_dump', ['--format=custom', '--schema=dumped', '-f', `/tmp/${restored.name}.dump`, db.url]);
     expect(dump.stderr).toBe('');
     await promisify(execFile)('pg_restore', ['--no-owner', '-d', restored.url, `/tmp/${restored.name}.dump`]);
