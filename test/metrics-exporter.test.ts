@@ -5,8 +5,8 @@
 // health reads, so the exporter's query waits in PostgreSQL exactly as it would behind a long one.
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { freshDatabase } from './helpers/database.js';
-import { builtCli, startCli } from './helpers/cli.js';
+import { freshDatabase, holdSubagentTableLock } from './helpers/database.js';
+import { builtCli, startCli, exporterUrl } from './helpers/cli.js';
 
 const db = await freshDatabase('metrics_exporter', { from: 'installed' });
 const cli = builtCli();
@@ -19,16 +19,11 @@ const scrape = async (url: string, init?: RequestInit) => (await fetch(url, init
 
 async function exporter(args: string[]) {
   const started = await startCli(cli, ['metrics', '--listen', '127.0.0.1:0', ...args], { DATABASE_URL: db.url },
-    (out) => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1], children);
+    exporterUrl, children);
   return { ...started, url: started.value };
 }
 
-async function holdLock() {
-  const c = await db.connect();
-  await c.query('BEGIN');
-  await c.query('LOCK TABLE task_session_subagents IN ACCESS EXCLUSIVE MODE');
-  return async () => { await c.query('ROLLBACK'); };
-}
+const holdLock = () => holdSubagentTableLock(db);
 
 /** The exporter's sessions running a query now (idle ones between evaluations do not count). */
 async function exporterQueries(): Promise<number> {

@@ -4,8 +4,8 @@
 // Connection terminated unexpectedly": a pooled client checked out had no 'error' listener).
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { freshDatabase } from './helpers/database.js';
-import { builtCli, startCli } from './helpers/cli.js';
+import { freshDatabase, holdSubagentTableLock } from './helpers/database.js';
+import { builtCli, startCli, exporterUrl } from './helpers/cli.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
 
 const db = await freshDatabase('metrics_faults', { from: 'installed' });
@@ -27,17 +27,11 @@ const scrape = async (url: string) => (await fetch(url)).text();
 /** The exporter, through the proxy, serving fresh evaluations (no cache: each scrape shows the fault). */
 async function exporter(extra: string[] = []) {
   const started = await startCli(cli, ['metrics', '--listen', '127.0.0.1:0', '--cache-seconds', '0', ...extra],
-    { DATABASE_URL: viaProxy.toString() }, (out) => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1], children);
+    { DATABASE_URL: viaProxy.toString() }, exporterUrl, children);
   return { ...started, url: started.value };
 }
 
-/** Holds an ACCESS EXCLUSIVE lock on task_session_subagents, which health reads, until released. */
-async function holdLock() {
-  const c = await db.connect();
-  await c.query('BEGIN');
-  await c.query('LOCK TABLE task_session_subagents IN ACCESS EXCLUSIVE MODE');
-  return async () => { await c.query('ROLLBACK'); };
-}
+const holdLock = () => holdSubagentTableLock(db);
 
 /** The exporter's backends waiting on that lock, once there is one. */
 async function scrapeWaiting(): Promise<number[]> {

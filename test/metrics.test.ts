@@ -4,7 +4,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { freshDatabase } from './helpers/database.js';
-import { builtCli, runCli, startCli } from './helpers/cli.js';
+import { builtCli, runCli, startCli, exporterUrl } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_VERSION } from '#sql';
 import { STATUS_VALUES, METRICS } from '../src/metrics/format.js';
@@ -79,7 +79,7 @@ afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGK
 /** Starts `metrics --listen 127.0.0.1:0` and returns its /metrics URL, as printed on stdout. */
 async function serve(args: string[]): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
   const { child, exited, value: url } = await startCli(cli, ['metrics', '--listen', '127.0.0.1:0', ...args], env,
-    (out) => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1], children);
+    exporterUrl, children);
   return { child, url, exited };
 }
 

@@ -3,7 +3,7 @@
 // start line and log, and in /metrics during an outage; and scrubSecrets() on text of any origin.
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { builtCli, runCli, startCli } from './helpers/cli.js';
+import { builtCli, runCli, startCli, exporterUrl } from './helpers/cli.js';
 import { redactUrl, scrubSecrets, rememberSecret } from '../src/secrets.js';
 
 const cli = builtCli();
@@ -31,7 +31,7 @@ describe('passwords in connection URLs', () => {
       }
       // The exporter's start line, a scrape during the outage, and its log of that outage.
       const started = await startCli(cli, ['metrics', '--listen', '127.0.0.1:0', '--database-url', url], {},
-        (out) => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1], children);
+        exporterUrl, children);
       const body = await (await fetch(started.value)).text();
       expect(body).toMatch(/^subagent_context_up\{schema="public"\} 0$/m);
       expect(body).toMatch(/^# scrape error: cannot reach the database \(postgres:\/\/[^ ]*\*\*\*/m);

@@ -61,3 +61,6 @@ export async function startCli<T>(cli: string, args: string[], env: Record<strin
   });
   return { child, exited, value, stderr: () => err };
 }
+
+/** The address `metrics --listen` serves, read from its start line (for startCli's `ready`). */
+export const exporterUrl = (out: string): string | undefined => out.match(/on (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/)?.[1];

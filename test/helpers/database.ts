@@ -132,3 +132,14 @@ export async function startOwnServer(flags: string[] = []): Promise<EmbeddedServ
     return startEmbeddedPostgres({ version: '', flags });
   }
 }
+
+/**
+ * Holds an ACCESS EXCLUSIVE lock on task_session_subagents (which health reads) on a connection of the
+ * file's database, until the returned function releases it: a health query that must wait.
+ */
+export async function holdSubagentTableLock(db: TestDatabase): Promise<() => Promise<void>> {
+  const c = await db.connect();
+  await c.query('BEGIN');
+  await c.query('LOCK TABLE task_session_subagents IN ACCESS EXCLUSIVE MODE');
+  return async () => { await c.query('ROLLBACK'); };
+}
