@@ -33,13 +33,18 @@ BEGIN
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
       IF try >= tries THEN
+        -- Oldest transaction first: once this try gave the queue back, writers that waited behind it
+        -- hold the table for an instant too, and the one to name is the long one.
         SELECT string_agg(format('pid %s (%s for %s, %s: %s)', a.pid, coalesce(a.usename::text, '?'),
                  coalesce(to_char(date_trunc('second', clock_timestamp() - a.xact_start), 'HH24:MI:SS'), '?'),
-                 coalesce(a.state, '?'), left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 60)), '; ')
+                 coalesce(a.state, '?'), left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 60)), '; '
+                 ORDER BY a.xact_start NULLS LAST, a.pid)
           INTO holders
-          FROM pg_locks AS k JOIN pg_stat_activity AS a ON a.pid = k.pid
-         WHERE k.locktype = 'relation' AND k.granted AND k.pid <> pg_backend_pid()
-           AND k.relation = to_regclass(format('%s.%I', '@extschema@', blocked));
+          FROM pg_stat_activity AS a
+         WHERE a.pid <> pg_backend_pid()
+           AND a.pid IN (SELECT k.pid FROM pg_locks AS k
+                          WHERE k.locktype = 'relation' AND k.granted
+                            AND k.relation = to_regclass(format('%s.%I', '@extschema@', blocked)));
         RAISE EXCEPTION 'subagent-context: %.% is held by a long transaction (%), so this change did not take its lock within % in % tries; nothing was changed and kandev''s writers were never held more than %; end or wait out that transaction (SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
           '@extschema@', blocked, coalesce(holders, 'a session that has since ended'), wait, tries, wait
           USING ERRCODE = 'lock_not_available';
