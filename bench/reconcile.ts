@@ -138,8 +138,8 @@ export async function cliStartMs(): Promise<number> {
 export interface Exporter { child: ChildProcess; url: string; stop(): Promise<void> }
 
 /** `subagent-context metrics --listen 127.0.0.1:0` as a child process, once it says where it listens. */
-export async function startExporter(url: string, timeoutMs = 300_000): Promise<Exporter> {
-  const child = spawn(process.execPath, [CLI, 'metrics', '--listen', '127.0.0.1:0'],
+export async function startExporter(url: string, timeoutMs = 300_000, args: string[] = []): Promise<Exporter> {
+  const child = spawn(process.execPath, [CLI, 'metrics', '--listen', '127.0.0.1:0', ...args],
     { env: { ...process.env, DATABASE_URL: url, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '', err = '';
   const where = await new Promise<string>((resolve, reject) => {
