@@ -16,6 +16,7 @@ DROP FUNCTION IF EXISTS
   @extschema@.subagent_context_installation(),
   @extschema@.subagent_context_repair(integer),
   @extschema@.subagent_context_missing(),
+  @extschema@.subagent_context_discrepancies(),
   @extschema@.subagent_context_reconcile(integer, interval),
   @extschema@.subagent_context_reconciled(timestamp),
   @extschema@.subagent_context_compare(timestamp, timestamp, timestamp),

@@ -6,14 +6,15 @@
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
 -- message since then): reported, never an alarm. Two separate anti-joins, never netted.
 
--- The (session, tool call) keys missing now: those the newest completed reconciliation recorded
--- (reconcile.sql) that still have no row observed since capture_since (re-checked here, so `repair` clears
--- them at once), and those of messages created since that reconciliation started. Without a completed
--- reconciliation of this activation, the second part starts at capture_since: correct, and as costly as
--- history (`up` and `health --full` complete one). Public interface: the list behind health's shortfall,
--- and what `repair` stores rows for.
-CREATE FUNCTION @extschema@.subagent_context_missing()
-RETURNS TABLE (task_session_id text, tool_call_id text)
+-- Where rows and qualifying messages disagree now, by (session, tool call), from one comparison of recent
+-- writes: kind 'missing', the keys the newest completed reconciliation recorded (reconcile.sql) that still
+-- have no row observed since capture_since (re-checked here, so `repair` clears them at once), and those of
+-- messages created since that reconciliation started; kind 'excess', the excess keys it recorded and
+-- those of rows observed since it started. Without a completed reconciliation of this activation, the
+-- recent part starts at capture_since: correct, and as costly as history (`up` and `health --full`
+-- complete one). Internal: health counts both kinds from one call.
+CREATE FUNCTION @extschema@.subagent_context_discrepancies()
+RETURNS TABLE (kind text, task_session_id text, tool_call_id text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -29,21 +30,40 @@ BEGIN
   -- EXECUTE: planned for the actual window start (a recent window reads only health's index).
   RETURN QUERY EXECUTE $q$
     WITH recorded AS MATERIALIZED (
-           SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_reconciliation_keys AS k
-            WHERE k.reconciliation_id = $3 AND k.kind = 'missing'),
+           SELECT k.kind, k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_reconciliation_keys AS k
+            WHERE k.reconciliation_id = $3),
+         recent AS MATERIALIZED (
+           SELECT c.kind, c.task_session_id, c.tool_call_id
+             FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c),
          stored AS MATERIALIZED (
            SELECT DISTINCT r.task_session_id, r.tool_call_id
              FROM recorded AS k
              JOIN @extschema@.task_session_subagents AS r
                ON r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id
-            WHERE r.observed_at >= $1)
-    (SELECT k.task_session_id, k.tool_call_id FROM recorded AS k
-     EXCEPT
-     SELECT s.task_session_id, s.tool_call_id FROM stored AS s)
-    UNION
-    SELECT c.task_session_id, c.tool_call_id FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c
-     WHERE c.kind = 'missing'
+            WHERE k.kind = 'missing' AND r.observed_at >= $1)
+    ((SELECT 'missing', k.task_session_id, k.tool_call_id FROM recorded AS k WHERE k.kind = 'missing'
+      EXCEPT
+      SELECT 'missing', s.task_session_id, s.tool_call_id FROM stored AS s)
+     UNION
+     SELECT 'missing', c.task_session_id, c.tool_call_id FROM recent AS c WHERE c.kind = 'missing')
+    UNION ALL
+    SELECT 'excess', k.task_session_id, k.tool_call_id FROM recorded AS k WHERE k.kind = 'excess'
+    UNION ALL
+    SELECT 'excess', c.task_session_id, c.tool_call_id FROM recent AS c WHERE c.kind = 'excess'
   $q$ USING since, coalesce(rec.started_at, since), rec.id;
+END
+$$;
+
+-- The (session, tool call) keys missing now (subagent_context_discrepancies(), kind 'missing'). Public
+-- interface: the list behind health's shortfall, and what `repair` stores rows for.
+CREATE FUNCTION @extschema@.subagent_context_missing()
+RETURNS TABLE (task_session_id text, tool_call_id text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN QUERY SELECT d.task_session_id, d.tool_call_id FROM @extschema@.subagent_context_discrepancies() AS d
+                WHERE d.kind = 'missing';
 END
 $$;
 
@@ -106,13 +126,8 @@ BEGIN
   -- the cost of recent writes, never of history (docs/health.md#reconciliation).
   SELECT * INTO rec FROM @extschema@.subagent_context_reconciled(since);
   reconciled_at := rec.started_at;
-  SELECT count(*) INTO shortfall FROM @extschema@.subagent_context_missing();
-  -- EXECUTE: planned with the actual window start, never a generic plan that must fit every window.
-  EXECUTE $q$
-    SELECT (SELECT count(*) FROM @extschema@.subagent_context_reconciliation_keys AS k
-             WHERE k.reconciliation_id = $3 AND k.kind = 'excess')
-         + (SELECT count(*) FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c WHERE c.kind = 'excess')
-  $q$ INTO excess USING since, coalesce(rec.started_at, since), rec.id;
+  SELECT count(*) FILTER (WHERE d.kind = 'missing'), count(*) FILTER (WHERE d.kind = 'excess')
+    INTO shortfall, excess FROM @extschema@.subagent_context_discrepancies() AS d;
 
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;
