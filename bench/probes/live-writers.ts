@@ -143,12 +143,14 @@ async function main() {
     await phase('backfill', variant, w, () => variant === 'v0.2.0'
       ? c.query(`SELECT * FROM subagent_context_backfill()`)
       : backfill(c, 'public'));
-    // repair: rows of messages since activation removed (a trigger that was disabled for a while).
+    // repair: rows of messages since activation removed (a trigger that was disabled for a while). The current
+    // release first completes a reconciliation, as `health --full` would (capture_since moved, so none of
+    // this activation exists yet), then repairs in batches; both are in the phase.
     await c.query(`UPDATE kandev_meta SET value = '2026-01-01T00:00:00.000000000Z' WHERE key = 'subagent_context_capture_since'`);
     await c.query(`DELETE FROM task_session_subagents`);
     await phase('repair', variant, w, async () => {
       if (variant === 'v0.2.0') await c.query(`SELECT * FROM subagent_context_repair()`);
-      else for (;;) {
+      else for (await c.query('CALL subagent_context_reconcile_all()');;) {
         const { rows: [b] } = await c.query(`SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM subagent_context_repair()`);
         if (b.repaired === 0 || b.remaining === 0) break;
       }
