@@ -145,10 +145,12 @@ $$;
 -- its newest qualifying message created since capture_since, through the same derivation as capture and
 -- the same rule as the backfill (source 'backfill'; a key with a row under any execution id is left
 -- alone). Existing rows are never touched. At most max_keys keys per call, so that one call is a short
--- transaction: a live write of one of those keys waits at most that long (the CLI calls it until
--- nothing is left). repaired: rows stored; remaining: keys still missing after this call. It runs with
--- the caller's privileges (writing rows is the installing role's, or a role granted INSERT on the table).
-CREATE FUNCTION @extschema@.subagent_context_repair(max_keys integer DEFAULT 500,
+-- transaction (the CLI calls it until nothing is left); its rows are inserted at the statement's end, so
+-- a live write of one of those keys waits at most for the insert and the commit. repaired: rows stored;
+-- remaining: the keys missing when this call began, less those it stored (counted from the same list, not
+-- compared again while its rows are locked). It runs with the caller's privileges (writing rows is the
+-- installing role's, or a role granted INSERT on the table).
+CREATE FUNCTION @extschema@.subagent_context_repair(max_keys integer DEFAULT 2000,
   OUT repaired bigint, OUT remaining bigint)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -156,6 +158,7 @@ AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_parse_key(
                        @extschema@.subagent_context_key('subagent_context_capture_since'));
+  missing_before bigint;
 BEGIN
   IF since IS NULL THEN
     RAISE EXCEPTION 'subagent-context is not activated in schema %: there is no capture_since key', '@extschema@'
@@ -167,9 +170,10 @@ BEGIN
       USING HINT = 'Run `subagent-context repair` against the primary; health, report and metrics work here.',
             ERRCODE = 'read_only_sql_transaction';
   END IF;
-  WITH candidates AS MATERIALIZED (
-         SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_missing() AS k
-          ORDER BY 1, 2 LIMIT greatest(max_keys, 1)),
+  WITH missing AS MATERIALIZED (
+         SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_missing() AS k),
+       candidates AS MATERIALIZED (
+         SELECT k.task_session_id, k.tool_call_id FROM missing AS k ORDER BY 1, 2 LIMIT greatest(max_keys, 1)),
        -- Each key's newest qualifying message since activation, found through the session's messages.
        history AS MATERIALIZED (
          SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
@@ -185,8 +189,10 @@ BEGIN
             AND d.tool_call_id = b.tool_call_id
           ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC)
   -- Stored unless the key has a row under any execution id, observed whenever (the backfill's rule).
-  SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row))
-    INTO repaired FROM history AS h;
-  SELECT count(*) INTO remaining FROM @extschema@.subagent_context_missing();
+  SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row)),
+         (SELECT count(*) FROM missing)
+    INTO repaired, missing_before FROM history AS h;
+  repaired := coalesce(repaired, 0);
+  remaining := missing_before - repaired;
 END
 $$;

@@ -120,13 +120,15 @@ async function main() {
     await createHostTables(c, 'public', { shape: 'kandev-0.91' });
     await seedStore(c, SIZE, tmpl);
     await c.query('VACUUM ANALYZE');
-    const { rows } = await c.query(`SELECT id FROM task_session_messages WHERE strpos(metadata, 'subagent_task') > 0 ORDER BY random() LIMIT 2000`);
-    const historical = rows.map((r) => r.id as string);
+    const { rows } = await c.query(`SELECT id FROM task_session_messages WHERE strpos(metadata, 'subagent_task') > 0 ORDER BY random() LIMIT 2001`);
+    // The idle session's message is none of the writers': a writer that updated it would wait for that
+    // session's row lock, with or without this project.
+    const [idleMessage, ...historical] = rows.map((r) => r.id as string);
     const w = await startWriters(url, historical);
 
     // up, with a writer idle in its transaction; the current release stops and is run again once it ended.
     await phase('up', variant, w, async () => {
-      const idle = idleSession(url, 'writer', historical[0]);
+      const idle = idleSession(url, 'writer', idleMessage);
       try {
         if (variant === 'v0.2.0') await oldMigrations(url, 'up');
         else await up(c, 'public');
@@ -157,7 +159,7 @@ async function main() {
     });
     // uninstall, with a reader idle in its transaction.
     await phase('uninstall', variant, w, async () => {
-      const idle = idleSession(url, 'reader', historical[0]);
+      const idle = idleSession(url, 'reader', idleMessage);
       try {
         if (variant === 'v0.2.0') await oldMigrations(url, 'down');
         else await migrate(c, 'public', 'down');
