@@ -96,11 +96,13 @@ AS $$
          SELECT m.id, m.task_session_id, m.task_id, m.turn_id, m.metadata, m.created_at, m.updated_at
            FROM @extschema@.task_session_messages AS m
           WHERE @may_qualify(m.metadata)@
-            -- (created_at, id) < (before_created_at, before_id), spelled so that the index on
-            -- created_at bounds the scan.
-            AND (before_created_at IS NULL
-                 OR (m.created_at <= before_created_at
-                     AND (m.created_at < before_created_at OR m.id < before_id)))
+            -- (created_at, id) < (before_created_at, before_id), from the newest when NULL. Spelled so
+            -- that the index on created_at bounds the scan: this function's statements are planned with
+            -- its arguments as parameters, and an `IS NULL OR` around the bound would leave the index
+            -- unbounded, each batch reading it again from the newest entry (the backfill quadratic).
+            AND m.created_at <= coalesce(before_created_at, 'infinity')
+            AND (m.created_at < coalesce(before_created_at, 'infinity') OR before_created_at IS NULL
+                 OR m.id < before_id)
           ORDER BY m.created_at DESC, m.id DESC
           LIMIT batch_size),
        history AS MATERIALIZED (

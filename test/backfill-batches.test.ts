@@ -54,6 +54,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 await history('whole');
 await history('killed');
+await history('counted');
 
 describe('a backfill of several seconds, batch by batch', () => {
   it('never holds a live write of a historical message, and writes the keys only at the end', async () => {
@@ -62,7 +63,8 @@ describe('a backfill of several seconds, batch by batch', () => {
     await writer.query(`SET statement_timeout = '3s'`);
     let finished = false;
     const started = performance.now();
-    const running = backfill(runner, 'whole', { batchSize: BATCH }).finally(() => { finished = true; });
+    // Batches of 10 here, so that the walk outlasts a second and the writes below meet it.
+    const running = backfill(runner, 'whole', { batchSize: 10 }).finally(() => { finished = true; });
 
     const latencies: number[] = [];
     let keysSeenEarly = 0;
@@ -99,6 +101,28 @@ describe('a backfill of several seconds, batch by batch', () => {
     expect((await db.query(`SELECT count(*)::int AS n FROM whole.task_session_subagents WHERE agent_status = 'live'`)).rows[0].n)
       .toBe(updated);
     expect((await db.query(`SELECT count(*)::int AS n FROM whole.subagent_context_backfill_progress`)).rows[0].n).toBe(0);
+  }, 120_000);
+
+  it('reads each entry of health\'s index about once, however many batches: each batch starts where the last stopped', async () => {
+    // Each batch used to read the index again from its newest entry (the bound sat under an `IS NULL OR`,
+    // which a parameterized plan cannot use), so a backfill was quadratic in history.
+    const indexReads = async () => {
+      await db.query('SELECT pg_stat_clear_snapshot()');
+      const { rows: [r] } = await db.query(`SELECT idx_tup_read::float8 AS n FROM pg_stat_user_indexes
+                                             WHERE schemaname = 'counted' AND indexrelname = 'subagent_context_recent_messages_idx'`);
+      return r.n as number;
+    };
+    const before = await indexReads();
+    const runner = await db.connect();
+    const result = await backfill(runner, 'counted', { batchSize: BATCH });
+    expect(result).toMatchObject({ status: 'activated', inserted: SESSIONS * CALLS });
+    await runner.query('SELECT pg_stat_force_next_flush()');
+    await runner.query('SELECT 1');
+    const entries = SESSIONS * CALLS * FRAMES;
+    let read = 0;
+    for (let i = 0; i < 50 && read < entries; i++) { read = (await indexReads()) - before; if (read < entries) await sleep(100); }
+    expect(read).toBeGreaterThanOrEqual(entries);  // the walk read every entry ...
+    expect(read).toBeLessThan(entries * 1.5);       // ... and none of them batch after batch
   }, 120_000);
 
   it('killed part-way: no key; the rerun continues, with no duplicate and the rows of an uninterrupted run', async () => {
