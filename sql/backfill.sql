@@ -45,16 +45,23 @@ $$;
 CREATE FUNCTION @extschema@.subagent_store_history_rows(history_rows @extschema@.subagent_row[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
+-- Its one read of the table is a lookup of a few sessions: never a scan of the whole table, whatever the
+-- statistics say while a backfill grows the table batch by batch from empty.
+SET enable_seqscan = off
 AS $$
 DECLARE
   stored_rows bigint;
 BEGIN
   WITH history AS MATERIALIZED (SELECT * FROM unnest(history_rows)),
        -- Keys of that history already recorded, under any execution id. A CTE rather than a correlated
-       -- NOT EXISTS on the table: Citus plans no correlated subquery beside a CTE (docs/citus.md).
+       -- NOT EXISTS on the table: Citus plans no correlated subquery beside a CTE (docs/citus.md). The
+       -- sessions as an array, so that the table is read through its index on task_session_id: as an
+       -- IN (subquery) alone PostgreSQL 17 read the whole table once per batch, which made a backfill
+       -- quadratic in the rows it had stored.
        recorded AS MATERIALIZED (
          SELECT r.task_session_id, r.tool_call_id FROM @extschema@.task_session_subagents AS r
-          WHERE (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
+          WHERE r.task_session_id = ANY (ARRAY(SELECT DISTINCT h.task_session_id FROM history AS h))
+            AND (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
        stored AS (
          -- Named as in capture.sql: id and source, then subagent_row's columns in its order.
          INSERT INTO @extschema@.task_session_subagents (id, source,

@@ -112,7 +112,16 @@ describe('a backfill of several seconds, batch by batch', () => {
                                              WHERE schemaname = 'counted' AND indexrelname = 'subagent_context_recent_messages_idx'`);
       return r.n as number;
     };
+    // ... and each batch looks up the keys it met through the table's index, not by reading the whole
+    // table (PostgreSQL 17 did, once per batch, for keys given as IN (subquery)).
+    const tableReads = async () => {
+      await db.query('SELECT pg_stat_clear_snapshot()');
+      const { rows: [r] } = await db.query(`SELECT seq_tup_read::float8 AS n FROM pg_stat_user_tables
+                                             WHERE schemaname = 'counted' AND relname = 'task_session_subagents'`);
+      return r.n as number;
+    };
     const before = await indexReads();
+    const tableBefore = await tableReads();
     const runner = await db.connect();
     const result = await backfill(runner, 'counted', { batchSize: BATCH });
     expect(result).toMatchObject({ status: 'activated', inserted: SESSIONS * CALLS });
@@ -123,6 +132,7 @@ describe('a backfill of several seconds, batch by batch', () => {
     for (let i = 0; i < 50 && read < entries; i++) { read = (await indexReads()) - before; if (read < entries) await sleep(100); }
     expect(read).toBeGreaterThanOrEqual(entries);  // the walk read every entry ...
     expect(read).toBeLessThan(entries * 1.5);       // ... and none of them batch after batch
+    expect((await tableReads()) - tableBefore).toBeLessThan(SESSIONS * CALLS);
   }, 120_000);
 
   it('killed part-way: no key; the rerun continues, with no duplicate and the rows of an uninterrupted run', async () => {
