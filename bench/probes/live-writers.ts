@@ -151,8 +151,12 @@ async function main() {
     await c.query(`UPDATE kandev_meta SET value = '2026-01-01T00:00:00.000000000Z' WHERE key = 'subagent_context_capture_since'`);
     await c.query(`DELETE FROM task_session_subagents`);
     await phase('repair', variant, w, async () => {
-      if (variant === 'v0.2.0') await c.query(`SELECT * FROM subagent_context_repair()`);
-      else for (await c.query('CALL subagent_context_reconcile_all()');;) {
+      if (variant === 'v0.2.0') {
+        await c.query(`SELECT * FROM subagent_context_repair()`);
+        return;
+      }
+      await c.query('CALL subagent_context_reconcile_all()');
+      for (;;) {
         const { rows: [b] } = await c.query(`SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM subagent_context_repair()`);
         if (b.repaired === 0 || b.remaining === 0) break;
       }
