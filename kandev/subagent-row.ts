@@ -24,3 +24,19 @@ export interface SubagentRow<Count = bigint> {
   settled_at: string | null;
   updated_at: string;
 }
+
+/**
+ * The rows that history derives, as a query over the installed derivation: for each (session, tool call)
+ * the newest qualifying message (created_at, then id) through derive_subagent_row, under the message's own
+ * metadata.agent_execution_id, else 'unknown'. A reference for tests and benchmarks to compare stored rows
+ * with (the installation stores history in windows: sql/backfill.sql); run it with the installation's
+ * schema first on search_path.
+ */
+export const HISTORY_ROWS = `(
+  SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
+    FROM task_session_messages AS m
+   CROSS JOIN LATERAL (SELECT subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+   CROSS JOIN LATERAL derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
+           coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'), subagent_execution_id(p.doc, NULL)) AS d
+   WHERE subagent_may_qualify(m.metadata)
+   ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC)`;

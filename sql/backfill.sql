@@ -1,157 +1,199 @@
 -- Backfill: derive rows for history written before capture was installed, then publish the activation
--- keys (docs/health.md#activation-keys). Public interface: subagent_context_backfill().
+-- keys (docs/health.md#activation-keys). Public interface: subagent_context_backfill(),
+-- subagent_context_backfill_step() and the procedure subagent_context_backfill_run().
 --
--- History is stored in bounded batches that each commit (docs/reliability.md#backfill): a live write of
--- a historical message waits at most for one batch, never for the whole backfill. The walk goes newest
--- first through health's index on task_session_messages (its predicate is the capture prefilter), so
--- the first message met for a (session, tool call) is the one its row is derived from; a key that
--- already has a row, under any execution id (live capture, an earlier batch, kandev's own writer), is
--- left alone. Where the walk stands is kept in subagent_context_backfill_progress (data layer), so a
--- backfill stopped part-way continues there. The keys are written only with the last batch.
---
--- Three ways to run it, one batch function under all of them:
---   subagent_context_backfill_step()   one batch, in the caller's transaction: the CLI calls it once per
---                                      statement (so once per transaction) and shows progress;
---   CALL subagent_context_backfill_run()  every batch, committing after each: plain node-pg-migrate;
---   subagent_context_backfill()        every batch in the caller's one transaction (for an operator's
---                                      own script; it holds what it wrote until that transaction ends).
+-- History is walked newest first through health's index on task_session_messages, in windows of creation
+-- time holding subagent_context_batch_messages() candidate messages (messages created at one instant are
+-- never split), one window per transaction: a live write waits at most for one batch's insert and commit,
+-- never for the whole backfill. In each window every (session, tool call) is derived from its newest
+-- message, and stored unless its key already has a row under any execution id (live capture, a newer
+-- window, kandev's own writer: docs/decisions.md#history-never-duplicates). Where the walk stands is kept
+-- in subagent_context_backfill_progress, so a backfill stopped part-way continues there; the keys are
+-- written only after the last window.
 
--- History as derived rows: for each (session, tool call) the newest qualifying message (created_at,
--- then id), through the same derive_subagent_row as live capture, under the message's own
--- metadata.agent_execution_id when it names one, else the shared sentinel 'unknown' (the transaction
--- setting of live capture means nothing here). `since` limits it to messages created at or after a time
--- (NULL: all of history).
-CREATE FUNCTION @extschema@.subagent_history_rows(since timestamp, now_utc timestamp)
-RETURNS SETOF @extschema@.subagent_row
-LANGUAGE sql STABLE
-AS $$
-  SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
-    FROM @extschema@.task_session_messages AS m
-   CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-   CROSS JOIN LATERAL @extschema@.derive_subagent_row(
-           m.task_session_id, m.task_id, m.turn_id, p.doc,
-           coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc),
-           @extschema@.subagent_execution_id(p.doc, NULL)) AS d
-   WHERE @extschema@.subagent_may_qualify(m.metadata)
-     AND (since IS NULL OR m.created_at >= since)
-   ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC
-$$;
-
--- Store derived history rows, for the backfill's batches and repair alike: only for (session, tool call)
--- keys that have no row yet, under any execution id (a stored row always wins, and history never
--- duplicates a subagent that live capture, kandev's own writer or an earlier installation recorded:
--- docs/decisions.md#history-never-duplicates), marked source 'backfill'. Returns how many it stored.
--- PL/pgSQL: its statement writes through a CTE, which no SQL function may hide in an expression on Citus.
-CREATE FUNCTION @extschema@.subagent_store_history_rows(history_rows @extschema@.subagent_row[])
+-- Stores the rows derived from the messages that pass a filter, newest message per (session, tool call),
+-- for keys that have no row yet under any execution id; returns how many it stored. The filter: messages
+-- created in [lo, hi), or, when `keys` is given (session || E'\x1f' || tool call), the messages of those
+-- keys created at the given instants (where a comparison saw them: repair). One statement, whose rows are
+-- inserted at its end (after the sort that picks the newest message), so a capture of one of them waits
+-- only for that insert and the commit; Citus runs it on each shard where the data is.
+-- Internal; the primitive of the backfill and of repair.
+CREATE FUNCTION @extschema@.subagent_store_history(
+  lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
--- Its one read of the table is a lookup of a few sessions: never a scan of the whole table, whatever the
--- statistics say while a backfill grows the table batch by batch from empty.
-SET enable_seqscan = off
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '100ms'  -- see subagent_store_history_waiting()
 AS $$
 DECLARE
-  stored_rows bigint;
+  stored bigint;
 BEGIN
-  WITH history AS MATERIALIZED (SELECT * FROM unnest(history_rows)),
-       -- Keys of that history already recorded, under any execution id. A CTE rather than a correlated
-       -- NOT EXISTS on the table: Citus plans no correlated subquery beside a CTE (docs/citus.md). The
-       -- sessions as an array, so that the table is read through its index on task_session_id: as an
-       -- IN (subquery) alone PostgreSQL 17 read the whole table once per batch, which made a backfill
-       -- quadratic in the rows it had stored.
-       recorded AS MATERIALIZED (
-         SELECT r.task_session_id, r.tool_call_id FROM @extschema@.task_session_subagents AS r
-          WHERE r.task_session_id = ANY (ARRAY(SELECT DISTINCT h.task_session_id FROM history AS h))
-            AND (r.task_session_id, r.tool_call_id) IN (SELECT h.task_session_id, h.tool_call_id FROM history AS h)),
-       stored AS (
-         -- Named as in capture.sql: id and source, then subagent_row's columns in its order.
-         INSERT INTO @extschema@.task_session_subagents (id, source,
-           task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-           subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
-           is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
-         SELECT gen_random_uuid()::text, 'backfill', h.*
-           FROM history AS h
-          -- A key too long for a btree entry (~2.7 kB; only a hostile or broken writer produces one)
-          -- would abort the whole statement, so one such message would block every backfill and repair.
-          -- Leave it out: it stays in health's shortfall, and live capture logs it as a failure (54000).
-          WHERE octet_length(h.task_session_id) + octet_length(h.agent_execution_id) + octet_length(h.tool_call_id) <= 2600
-            AND octet_length(h.task_id) <= 2600
-            AND NOT EXISTS (SELECT 1 FROM recorded AS r
-                             WHERE r.task_session_id = h.task_session_id
-                               AND r.tool_call_id = h.tool_call_id)
-         ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
-         RETURNING 1)
-  SELECT count(*) INTO stored_rows FROM stored;
-  RETURN stored_rows;
+  -- EXECUTE: planned for these bounds (a window reads only its part of health's index).
+  EXECUTE $q$
+    INSERT INTO @extschema@.task_session_subagents (id, source,
+      task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+      subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
+      is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
+    SELECT gen_random_uuid()::text, 'backfill', h.session, (h.d).task_id, (h.d).turn_id, (h.d).tool_call_id,
+           (h.d).agent_execution_id, (h.d).parent_tool_call_id, (h.d).subagent_type, (h.d).description,
+           (h.d).agent_id, (h.d).child_session_id, (h.d).model, (h.d).agent_status, (h.d).tool_status,
+           (h.d).is_async, (h.d).total_tokens, (h.d).tool_use_count, (h.d).duration_ms, (h.d).observed_at,
+           (h.d).settled_at, (h.d).updated_at
+      -- The session as the message's own column: Citus then sees the rows land on the message's shard.
+      FROM (SELECT DISTINCT ON (m.task_session_id, d.tool_call_id) m.task_session_id AS session, d
+              FROM @extschema@.task_session_messages AS m
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+             CROSS JOIN LATERAL @extschema@.derive_subagent_row(
+                     m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
+                     coalesce(m.updated_at, $6), @extschema@.subagent_execution_id(p.doc, NULL)) AS d
+             WHERE @extschema@.subagent_may_qualify(m.metadata)
+               AND CASE WHEN $4 IS NULL THEN m.created_at >= $1 AND m.created_at < $2
+                        ELSE m.task_session_id = ANY ($3) AND m.created_at = ANY ($5) END
+               AND ($4 IS NULL OR m.task_session_id || E'\x1f' || d.tool_call_id = ANY ($4))
+             ORDER BY m.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC) AS h
+      LEFT JOIN LATERAL (
+             SELECT true AS found FROM @extschema@.task_session_subagents AS r
+              WHERE r.task_session_id = h.session AND r.agent_execution_id = 'unknown' AND r.tool_call_id = (h.d).tool_call_id
+             UNION ALL
+             SELECT true FROM @extschema@.task_session_subagents AS r
+              WHERE r.task_session_id = h.session AND r.tool_call_id = (h.d).tool_call_id AND r.agent_execution_id <> 'unknown'
+             LIMIT 1) AS f ON true
+     WHERE f.found IS NULL
+       -- A key too long for a btree entry (~2.7 kB; only a hostile or broken writer makes one) would abort
+       -- the whole statement: left out, it stays in health's shortfall (capture logs it as a failure, 54000).
+       AND octet_length(h.session) + octet_length((h.d).agent_execution_id) + octet_length((h.d).tool_call_id) <= 2600
+       AND octet_length((h.d).task_id) <= 2600
+    ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
+  $q$ USING lo, hi, sessions, keys, instants, clock_timestamp() AT TIME ZONE 'UTC';
+  GET DIAGNOSTICS stored = ROW_COUNT;
+  RETURN stored;
 END
 $$;
 
--- One batch of the walk: the next `batch_size` messages that pass the capture prefilter, older than
--- (before_created_at, before_id) (NULL: from the newest), newest first. Stores the rows of the keys it
--- meets that have no row yet; returns how many messages it visited, how many rows it stored, the newest
--- created_at among them that qualified with full identity, and the oldest message visited (where the
--- next batch starts). now_utc stands in for a missing updated_at (read by the caller: a volatile
--- argument would keep derive_subagent_row from being inlined). Internal; also the primitive a bounded
--- repair can reuse.
--- kandev's created_at is NOT NULL; a message without one is not visited.
-CREATE FUNCTION @extschema@.subagent_store_history_batch(
-  before_created_at timestamp, before_id text, batch_size integer, now_utc timestamp,
-  OUT scanned bigint, OUT inserted bigint, OUT newest timestamp,
-  OUT last_created_at timestamp, OUT last_id text)
-LANGUAGE sql VOLATILE
-AS $$
-  WITH walked AS MATERIALIZED (
-         SELECT m.id, m.task_session_id, m.task_id, m.turn_id, m.metadata, m.created_at, m.updated_at
-           FROM @extschema@.task_session_messages AS m
-          WHERE @may_qualify(m.metadata)@
-            -- (created_at, id) < (before_created_at, before_id), from the newest when NULL. Spelled so
-            -- that the index on created_at bounds the scan: this function's statements are planned with
-            -- its arguments as parameters, and an `IS NULL OR` around the bound would leave the index
-            -- unbounded, each batch reading it again from the newest entry (the backfill quadratic).
-            AND m.created_at <= coalesce(before_created_at, 'infinity')
-            AND (m.created_at < coalesce(before_created_at, 'infinity') OR before_created_at IS NULL
-                 OR m.id < before_id)
-          ORDER BY m.created_at DESC, m.id DESC
-          LIMIT batch_size),
-       history AS MATERIALIZED (
-         SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
-           FROM walked AS m
-          CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-          CROSS JOIN LATERAL @extschema@.derive_subagent_row(
-                  m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
-                  coalesce(m.updated_at, now_utc),
-                  @extschema@.subagent_execution_id(p.doc, NULL)) AS d
-          ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC),
-       -- Stored unless their key has a row already: by live capture, an earlier (newer) batch, kandev.
-       stored AS (
-         SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row)) AS n
-           FROM history AS h),
-       oldest AS (
-         SELECT w.created_at, w.id FROM walked AS w ORDER BY w.created_at, w.id LIMIT 1)
-  SELECT (SELECT count(*) FROM walked), (SELECT coalesce(s.n, 0) FROM stored AS s), (SELECT max(h.observed_at) FROM history AS h),
-         (SELECT o.created_at FROM oldest AS o), (SELECT o.id FROM oldest AS o)
-$$;
-
--- One step of the guarded backfill, in the caller's transaction: nothing when both keys are present;
--- otherwise the next batch of the walk, and, when that batch was the last, the keys: capture_since
--- sampled from the clock after the last batch, backfill_through the newest qualifying created_at of the
--- whole walk, both with ON CONFLICT DO NOTHING (a present key is never rewritten).
--- status: 'already activated', 'in progress' (more batches to go: call again), 'activated', or 'failed'
--- (the batch was rolled back, no key written, WARNING raised; a rerun continues where the walk stands).
--- batches, scanned and inserted count the whole backfill so far, across runs.
--- One step at a time per schema: a second caller waits for the first one's batch, then takes the next.
--- 500 messages a batch: 100-160 ms on a 2-core machine running at a load of 12 (2 kB documents), so a
--- live write of a message the walk has reached waits well under a second (docs/reliability.md#backfill).
-CREATE FUNCTION @extschema@.subagent_context_backfill_step(
-  batch_size integer DEFAULT 500,
-  OUT status text, OUT more boolean, OUT batches bigint, OUT scanned bigint, OUT inserted bigint,
-  OUT capture_since text, OUT backfill_through text, OUT failure text)
+-- subagent_store_history() with bounded waits: a key it must store may be held by a transaction of kandev
+-- that is still open (a frame's row, not committed yet). Each try waits at most 100 ms for such a row,
+-- then gives back everything it inserted (so no capture waits on it), and the keys are halved until the
+-- held ones stand alone; a held key is tried again after a pause, five times, and then it is 'skip'ped
+-- (left for the next run: repair, whose keys stay recorded) or the whole call fails naming the holders
+-- ('fail': the backfill, whose step rolls back and resumes on the next run). Returns rows stored and keys
+-- left.
+CREATE FUNCTION @extschema@.subagent_store_history_waiting(
+  lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[], when_held text,
+  OUT stored bigint, OUT held bigint)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+  half integer;
+  a record;
+  b record;
+BEGIN
+  held := 0;
+  FOR try IN 1..CASE WHEN keys IS NOT NULL AND cardinality(keys) = 1 THEN 5 ELSE 1 END LOOP
+    BEGIN
+      stored := @extschema@.subagent_store_history(lo, hi, sessions, keys, instants);
+      RETURN;
+    EXCEPTION WHEN lock_not_available THEN
+      PERFORM pg_sleep(0.2 * try);
+    END;
+  END LOOP;
+  IF keys IS NULL THEN
+    -- A window: its keys that have no row yet, each at the newest instant of its messages in the window.
+    EXECUTE $q$
+      SELECT array_agg(k.session), array_agg(k.key), array_agg(k.instant)
+        FROM (SELECT m.task_session_id AS session, m.task_session_id || E'\x1f' || c.call AS key, max(m.created_at) AS instant
+                FROM @extschema@.task_session_messages AS m
+               CROSS JOIN LATERAL (SELECT @extschema@.subagent_text_field(@extschema@.subagent_parse_metadata(m.metadata), 'tool_call_id') AS call OFFSET 0) AS c
+               WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata) AND c.call IS NOT NULL
+               GROUP BY m.task_session_id, c.call) AS k
+    $q$ INTO sessions, keys, instants USING lo, hi;
+    IF keys IS NULL THEN
+      stored := 0;
+      RETURN;
+    END IF;
+  ELSIF cardinality(keys) = 1 THEN
+    IF when_held = 'skip' THEN
+      stored := 0; held := 1;
+      RETURN;
+    END IF;
+    RAISE EXCEPTION 'subagent-context: a transaction that is still open holds the row of a subagent the backfill must store (session %, tool call %): %; end that transaction or wait for it, then run this again (the backfill resumes where it stopped)',
+      left(sessions[1], 100), left(split_part(keys[1], E'\x1f', 2), 100), @extschema@.subagent_context_row_holders()
+      USING ERRCODE = 'lock_not_available';
+  END IF;
+  half := cardinality(keys) / 2;
+  SELECT * INTO a FROM @extschema@.subagent_store_history_waiting(NULL, NULL, sessions[1:half], keys[1:half], instants[1:half], when_held);
+  SELECT * INTO b FROM @extschema@.subagent_store_history_waiting(NULL, NULL, sessions[half + 1:], keys[half + 1:], instants[half + 1:], when_held);
+  stored := a.stored + b.stored;
+  held := a.held + b.held;
+END
+$$;
+
+-- The sessions whose transactions, open for more than a second, may hold rows of task_session_subagents,
+-- oldest first, for a sentence.
+CREATE FUNCTION @extschema@.subagent_context_row_holders()
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN coalesce((
+    SELECT string_agg(format('pid %s (%s, transaction open for %s)', a.pid, coalesce(a.state, 'state unknown'),
+                             coalesce(to_char(date_trunc('second', clock_timestamp() - a.xact_start), 'HH24:MI:SS'), '?')),
+                      '; ' ORDER BY a.xact_start NULLS LAST, a.pid)
+      FROM pg_stat_activity AS a
+     WHERE a.pid <> pg_backend_pid() AND a.xact_start < clock_timestamp() - interval '1 second'
+       AND a.pid IN (SELECT k.pid FROM pg_locks AS k
+                      WHERE k.locktype = 'relation' AND k.granted AND k.mode = 'RowExclusiveLock'
+                        AND k.relation = '@extschema@.task_session_subagents'::regclass)),
+    'a session that has since ended');
+END
+$$;
+
+-- The newest created_at of a qualifying message with a complete identity: backfill_through.
+CREATE FUNCTION @extschema@.subagent_context_newest_history()
+RETURNS timestamp
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  newest timestamp;
+BEGIN
+  EXECUTE $q$
+    SELECT m.created_at
+      FROM @extschema@.task_session_messages AS m
+     CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+     WHERE @extschema@.subagent_may_qualify(m.metadata) AND m.created_at IS NOT NULL
+       AND @extschema@.subagent_qualifies(p.doc) AND @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc)
+     ORDER BY m.created_at DESC
+     LIMIT 1
+  $q$ INTO newest;
+  RETURN newest;
+END
+$$;
+
+-- One step of the guarded backfill, in the caller's transaction: nothing when both keys are present;
+-- otherwise the next window of the walk, and, when that window was the last, the keys: capture_since
+-- sampled from the clock after the last window, backfill_through the newest qualifying created_at of the
+-- history, both with ON CONFLICT DO NOTHING (a present key is never rewritten).
+-- status: 'already activated', 'in progress' (more windows to go: call again), 'activated', or 'failed'
+-- (the window was rolled back, no key written, WARNING raised; a rerun continues where the walk stands).
+-- batches, scanned and inserted count the whole backfill so far, across runs. One step at a time per
+-- schema: a second caller waits for the first one's window, then takes the next.
+CREATE FUNCTION @extschema@.subagent_context_backfill_step(
+  OUT status text, OUT more boolean, OUT batches bigint, OUT scanned bigint, OUT inserted bigint,
+  OUT capture_since text, OUT backfill_through text, OUT failure text)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the step within a second
+AS $$
+DECLARE
   step  text := 'check activation keys';
+  batch integer := @extschema@.subagent_context_batch_messages();
   p     @extschema@.subagent_context_backfill_progress;
-  b     record;
+  below timestamp;
+  lo    timestamp;
+  n     bigint;
+  got   record;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('subagent_context_backfill'), '@extschema@'::regnamespace::oid::int);
   capture_since := @extschema@.subagent_context_key('subagent_context_capture_since');
@@ -173,17 +215,31 @@ BEGIN
     step := 'derive and store history';
     INSERT INTO @extschema@.subagent_context_backfill_progress DEFAULT VALUES ON CONFLICT DO NOTHING;
     SELECT * INTO p FROM @extschema@.subagent_context_backfill_progress;
-    SELECT * INTO b FROM @extschema@.subagent_store_history_batch(
-      p.walked_created_at, p.walked_id, batch_size, clock_timestamp() AT TIME ZONE 'UTC');
+    IF p.batches = 0 THEN
+      p.newest := @extschema@.subagent_context_newest_history();
+    END IF;
+    -- Where the walk stands: everything created at or after walked_created_at is done (0.3.0 walked by
+    -- (created_at, id): its instant is done again, which stores nothing twice).
+    below := CASE WHEN p.walked_id IS NOT NULL THEN p.walked_created_at + interval '1 microsecond'
+                  ELSE coalesce(p.walked_created_at, 'infinity') END;
+    -- The window: down to the creation time of the batch-th candidate below, or to the start of history.
+    EXECUTE $q$
+      SELECT min(w.created_at), count(*)
+        FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
+               WHERE @extschema@.subagent_may_qualify(m.metadata) AND m.created_at < $1
+               ORDER BY m.created_at DESC LIMIT $2) AS w
+    $q$ INTO lo, n USING below, batch;
+    IF n < batch THEN
+      lo := '-infinity';
+    END IF;
+    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(lo, below, NULL, NULL, NULL, 'fail');
     UPDATE @extschema@.subagent_context_backfill_progress AS g
-       SET walked_created_at = coalesce(b.last_created_at, g.walked_created_at),
-           walked_id = coalesce(b.last_id, g.walked_id),
-           newest = greatest(g.newest, b.newest),
-           batches = g.batches + 1, scanned = g.scanned + b.scanned, inserted = g.inserted + b.inserted,
+       SET walked_created_at = lo, walked_id = NULL, newest = p.newest,
+           batches = g.batches + 1, scanned = g.scanned + n, inserted = g.inserted + got.stored,
            updated_at = clock_timestamp() AT TIME ZONE 'UTC'
     RETURNING * INTO p;
     batches := p.batches; scanned := p.scanned; inserted := p.inserted;
-    IF b.scanned >= batch_size THEN
+    IF lo > '-infinity' THEN
       status := 'in progress';
       more := true;
       RETURN;
@@ -219,14 +275,14 @@ $$;
 -- Every step, committing after each (plain node-pg-migrate's activation CALLs it outside a transaction
 -- block). A procedure that commits may carry no SET clause, so it names everything by its schema and
 -- uses no operator: the search_path of whoever calls it cannot change what it does.
-CREATE PROCEDURE @extschema@.subagent_context_backfill_run(batch_size integer DEFAULT 500)
+CREATE PROCEDURE @extschema@.subagent_context_backfill_run()
 LANGUAGE plpgsql
 AS $$
 DECLARE
   s record;
 BEGIN
   LOOP
-    SELECT * INTO s FROM @extschema@.subagent_context_backfill_step(batch_size);
+    SELECT * INTO s FROM @extschema@.subagent_context_backfill_step();
     EXIT WHEN NOT s.more;
     COMMIT;
   END LOOP;

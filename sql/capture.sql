@@ -1,33 +1,71 @@
--- Capture: the trigger subagent_context_capture on task_session_messages, and its function
--- capture_subagent_message(), which turn each qualifying message write into one upsert of
--- task_session_subagents (docs/decisions.md#derivation, #merge-and-identity). Internal: nothing
--- here is called by hand; the trigger's name and ENABLE state are what operators touch.
+-- Capture: the trigger subagent_context_capture on task_session_messages and its function
+-- capture_subagent_message() turn each qualifying message write into one upsert of task_session_subagents
+-- (docs/decisions.md#derivation, #merge-and-identity). Internal: the trigger's name and ENABLE state are
+-- what operators touch.
 --
--- Data flow: WHEN prefilter -> parse metadata -> derive_subagent_row (derive.sql) -> one
--- INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge. There is no
--- read-then-write, so concurrent writers of one key converge on one row in any commit order.
+-- Data flow: WHEN prefilter -> parse metadata -> subagent_merge_message(): derive_subagent_row (derive.sql)
+-- and one INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge. No read-then-write, so
+-- concurrent writers of one key converge on one row in any commit order. `repair` replays a failed capture
+-- through the same subagent_merge_message().
 --
 -- Never breaks the message write: everything after the WHEN clause runs inside one EXCEPTION block.
--- Unparseable metadata simply does not qualify. Any fault in the write (constraint, lock timeout,
--- deadlock, privilege, dropped or altered table) is reported with RAISE WARNING, recorded in
+-- Unparseable metadata does not qualify. Any fault in the write (constraint, lock timeout, deadlock,
+-- privilege, dropped or altered table) is reported with RAISE WARNING, recorded in
 -- subagent_context_failures, and the message write goes on.
 --
--- Never makes a message write wait long: two messages of one (session, tool call) meet on our unique key,
--- and the second upsert waits for the first one's transaction. A cancel by the host's statement_timeout
--- is not an error the EXCEPTION block may catch (the message write would be lost), so every lock wait of
--- ours ends after 200 ms (lock_timeout, a SET clause: PostgreSQL restores the caller's value when the
--- function returns) as a failure recorded like any other (SQLSTATE 55P03). Its cost per qualifying write
--- is below what this machine can measure (docs/reliability.md#waits). Cost: the block is a subtransaction; when
--- the upsert writes, it takes a subtransaction id, so more than 64 captured subagent writes in one
--- transaction overflow the backend's subxid cache (see docs/bulk-loads.md).
+-- Never makes a message write wait long: two writes of one (session, tool call) meet on the unique key, and
+-- the second waits for the first one's transaction. A cancel by the host's statement_timeout is not an
+-- error the EXCEPTION block may catch (the message write would be lost), so every lock wait of ours ends
+-- after 200 ms (lock_timeout, a SET clause: PostgreSQL restores the caller's value when the function
+-- returns) as a recorded failure (SQLSTATE 55P03). The block is a subtransaction: more than 64 captured
+-- writes in one transaction overflow the backend's subxid cache (docs/bulk-loads.md).
 --
 -- SECURITY DEFINER: writers of messages need no privilege on the subagent table. search_path is pinned
--- here, once; the per-row helpers stay inlinable and are parsed under this path.
---
--- Cost shape (BENCHMARKS.md): every expression here is compiled again on each message write (PL/pgSQL
--- rebuilds its expression states per transaction, the executor its plan state per statement), so the
--- common path is kept to few statements and few operators: counters advance by assignment (PERFORM
--- would run a query), the call id is only needed for a failure report, and the clock is read once.
+-- here, once; the per-row helpers stay inlinable and are parsed under this path. Every expression here is
+-- compiled again per transaction, so the common path is kept to few statements and operators.
+
+-- The one upsert: the row derived from a message, merged into its row (docs/decisions.md#merge-and-identity).
+-- Returns 1 when a row was stored, 0 when the document does not qualify or lacks an identity. Internal.
+CREATE FUNCTION @extschema@.subagent_merge_message(
+  message_session_id text, message_task_id text, message_turn_id text, doc jsonb,
+  message_created_at timestamp, message_updated_at timestamp, execution_id text, row_source text)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  stored integer;
+BEGIN
+  -- The columns are named (a table adopted from kandev may have more): id and source, then
+  -- subagent_row's (derive.sql), in its order.
+  INSERT INTO @extschema@.task_session_subagents AS s (id, source,
+    task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
+    subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
+    is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
+  SELECT gen_random_uuid()::text, row_source, d.*
+    FROM @extschema@.derive_subagent_row(message_session_id, message_task_id, message_turn_id, doc,
+           message_created_at, message_updated_at, execution_id) AS d
+  ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
+    -- id, task_id, agent_execution_id, source, observed_at: never changed.
+    turn_id             = coalesce(s.turn_id, EXCLUDED.turn_id),
+    parent_tool_call_id = coalesce(EXCLUDED.parent_tool_call_id, s.parent_tool_call_id),
+    subagent_type       = coalesce(EXCLUDED.subagent_type, s.subagent_type),
+    description         = coalesce(EXCLUDED.description, s.description),
+    agent_id            = coalesce(EXCLUDED.agent_id, s.agent_id),
+    child_session_id    = coalesce(EXCLUDED.child_session_id, s.child_session_id),
+    model               = coalesce(EXCLUDED.model, s.model),
+    agent_status        = coalesce(EXCLUDED.agent_status, s.agent_status),
+    total_tokens        = coalesce(EXCLUDED.total_tokens, s.total_tokens),
+    tool_use_count      = coalesce(EXCLUDED.tool_use_count, s.tool_use_count),
+    duration_ms         = coalesce(EXCLUDED.duration_ms, s.duration_ms),
+    tool_status         = CASE WHEN s.settled_at IS NOT NULL THEN s.tool_status
+                               ELSE coalesce(EXCLUDED.tool_status, s.tool_status) END,
+    settled_at          = coalesce(s.settled_at, EXCLUDED.settled_at),
+    is_async            = greatest(s.is_async, EXCLUDED.is_async),
+    updated_at          = greatest(s.updated_at, EXCLUDED.updated_at);
+  GET DIAGNOSTICS stored = ROW_COUNT;
+  RETURN stored;
+END
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@.capture_subagent_message()
 RETURNS trigger
@@ -63,39 +101,10 @@ BEGIN
     END IF;
     call_execution := @extschema@.subagent_execution_id(doc,
                       current_setting('subagent_context.agent_execution_id', true));
-    -- Read once, here, not in the call below: a volatile argument (clock_timestamp) would stop the
-    -- planner from inlining derive_subagent_row, and a non-inlined SQL function is re-planned on
-    -- every call (BENCHMARKS.md has what that costs).
+    -- The clock, read once: it stands in for a missing created_at or updated_at.
     now_utc := clock_timestamp() AT TIME ZONE 'UTC';
-
-    -- The columns are named (a table adopted from kandev may have more): id and source, then
-    -- subagent_row's (derive.sql), in its order.
-    INSERT INTO @extschema@.task_session_subagents AS s (id, source,
-      task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
-      subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
-      is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
-    SELECT gen_random_uuid()::text, 'live', d.*
-      FROM @extschema@.derive_subagent_row(
-             NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
-             coalesce(NEW.created_at, now_utc), coalesce(NEW.updated_at, now_utc), call_execution) AS d
-    ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
-      -- id, task_id, agent_execution_id, source, observed_at: never changed.
-      turn_id             = coalesce(s.turn_id, EXCLUDED.turn_id),
-      parent_tool_call_id = coalesce(EXCLUDED.parent_tool_call_id, s.parent_tool_call_id),
-      subagent_type       = coalesce(EXCLUDED.subagent_type, s.subagent_type),
-      description         = coalesce(EXCLUDED.description, s.description),
-      agent_id            = coalesce(EXCLUDED.agent_id, s.agent_id),
-      child_session_id    = coalesce(EXCLUDED.child_session_id, s.child_session_id),
-      model               = coalesce(EXCLUDED.model, s.model),
-      agent_status        = coalesce(EXCLUDED.agent_status, s.agent_status),
-      total_tokens        = coalesce(EXCLUDED.total_tokens, s.total_tokens),
-      tool_use_count      = coalesce(EXCLUDED.tool_use_count, s.tool_use_count),
-      duration_ms         = coalesce(EXCLUDED.duration_ms, s.duration_ms),
-      tool_status         = CASE WHEN s.settled_at IS NOT NULL THEN s.tool_status
-                                 ELSE coalesce(EXCLUDED.tool_status, s.tool_status) END,
-      settled_at          = coalesce(s.settled_at, EXCLUDED.settled_at),
-      is_async            = greatest(s.is_async, EXCLUDED.is_async),
-      updated_at          = greatest(s.updated_at, EXCLUDED.updated_at);
+    counted := @extschema@.subagent_merge_message(NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
+                 coalesce(NEW.created_at, now_utc), coalesce(NEW.updated_at, now_utc), call_execution, 'live');
 
     counted := nextval('@extschema@.subagent_context_persisted_seq')
              + CASE WHEN call_execution = 'unknown'
@@ -134,7 +143,6 @@ REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
 -- The capture trigger's state, pg_trigger.tgenabled: 'O' fires in normal sessions, 'A' always, 'R' only
 -- on replicas, 'D' disabled; NULL when the trigger is missing. Internal: the one place that looks the
 -- trigger up, for the re-creation below, activation (backfill.sql), health and metrics.
--- PL/pgSQL, so that sql/citus.sql need not treat it as a SQL function reading a table: it reads pg_trigger.
 CREATE FUNCTION @extschema@.subagent_context_trigger_state()
 RETURNS "char" LANGUAGE plpgsql STABLE
 AS $$
@@ -146,7 +154,7 @@ END
 $$;
 
 -- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
--- It is the prefilter itself (MAY_QUALIFY, rendered by the loader), not a call of subagent_may_qualify():
+-- It is the prefilter spelled out (MAY_QUALIFY in sql/loader.js), not a call of subagent_may_qualify():
 -- a WHEN clause must not depend on EXECUTE privileges an operator may revoke, and an expression costs
 -- less than a call.
 -- Created again on every install of the code layer, keeping the state an operator gave it: CREATE OR
@@ -158,7 +166,7 @@ BEGIN
   CREATE OR REPLACE TRIGGER subagent_context_capture
     AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
     FOR EACH ROW
-    WHEN (@may_qualify(NEW.metadata)@)
+    WHEN (strpos(NEW.metadata, 'subagent_task') > 0)
     EXECUTE FUNCTION @extschema@.capture_subagent_message();
   CASE state
     WHEN 'A' THEN ALTER TABLE @extschema@.task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture;

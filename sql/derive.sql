@@ -4,17 +4,17 @@
 --
 -- Pure functions, shared by the capture trigger, the backfill and the repair, so that live capture and
 -- history can never disagree. Every per-row helper is a one-expression LANGUAGE sql function with no SET
--- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining, at a
--- cost per call that BENCHMARKS.md measures). Callers pin search_path; that is why the bodies may name built-ins unqualified.
+-- clause, so the planner inlines it into the caller's statement (a SET clause would block inlining).
+-- Callers pin search_path; that is why the bodies may name built-ins unqualified.
 
 -- The prefilter: can this metadata qualify at all? One pass for the literal subagent_task, which is part of
 -- what qualifies (docs/decisions.md#derivation): a document that spells the kind with \u escapes is not a
--- subagent call on any path. The same expression, rendered from one definition (MAY_QUALIFY in
--- sql/loader.js), is the trigger's WHEN clause (capture.sql) and the predicate of health's index on
--- task_session_messages (message-index.sql); the history paths call this function, which inlines to it.
+-- subagent call on any path. The same expression (MAY_QUALIFY in sql/loader.js) is the trigger's WHEN
+-- clause (capture.sql) and the predicate of health's index on task_session_messages (message-index.sql);
+-- every other path calls this function, which inlines to it and so matches that index.
 CREATE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT @may_qualify(metadata)@ $$;
+AS $$ SELECT strpos(metadata, 'subagent_task') > 0 $$;
 
 -- Does a parsed metadata document describe a subagent call?
 CREATE FUNCTION @extschema@.subagent_qualifies(doc jsonb)

@@ -1,6 +1,6 @@
 -- subagent_context_failures (public interface; data layer, kept across upgrades): every capture write
 -- that raised, caught so the message write could commit (docs/reliability.md). Operators query it;
--- health counts the rows recorded since activation.
+-- health counts the rows recorded since activation that `repair` has not replayed yet.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_failures (
   id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   occurred_at        timestamp(6) NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'UTC'),
@@ -12,6 +12,8 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_failures (
   message            text NOT NULL,
   detail             text
 );
+-- When `repair` re-derived the row from the message as it is now (NULL: not yet). Added in 0.4.0.
+ALTER TABLE @extschema@.subagent_context_failures ADD COLUMN IF NOT EXISTS replayed_at timestamp(6);
 CREATE INDEX IF NOT EXISTS subagent_context_failures_occurred_idx
   ON @extschema@.subagent_context_failures (occurred_at);
 REVOKE ALL ON @extschema@.subagent_context_failures FROM PUBLIC;

@@ -1,7 +1,7 @@
 // Health's index on task_session_messages, as the activation builds it outside any transaction: the
 // statements of message-index.sql on a plain table, or of message-index-partitioned.sql, planned from the
-// catalog, when kandev partitions the table. Both render the one definition HEALTH_INDEX (loader.js).
-import { HEALTH_INDEX, sqlStatements } from './loader.js';
+// catalog, when kandev partitions the table.
+import { sqlStatements } from './loader.js';
 
 /** Is the schema's task_session_messages a partitioned table? */
 export async function messagesPartitioned(select, schema) {
@@ -22,6 +22,6 @@ export async function healthIndexStatements(select, schema) {
   const steps = sqlStatements('message-index-partitioned.sql', schema);
   if (steps.length !== 4) throw new Error('subagent-context: message-index-partitioned.sql must have 4 statements');
   const [prepare, plan, attach, finish] = steps;
-  const builds = await select(plan, [HEALTH_INDEX.definition, HEALTH_INDEX.comment]);
+  const builds = await select(plan, []);
   return [prepare, ...builds.map((b) => b.statement), attach, finish];
 }

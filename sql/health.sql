@@ -1,64 +1,90 @@
 -- Health: is capture complete since activation? From the database alone (docs/health.md). Public
--- interface: subagent_context_health(), one row that dashboards, the metrics endpoint, the report and
--- the CLI all show, and whose `status` is the one verdict; subagent_context_repair(). The rest is internal.
+-- interface: subagent_context_health() (one row that dashboards, the metrics endpoint, the report and the
+-- CLI all show; its `status` is the one verdict; callable by anyone with USAGE on the schema: counts and
+-- timestamps only), subagent_context_missing() (the keys behind the shortfall: installing role only).
 --
 -- shortfall is the only alarm: qualifying messages (full identity) created since capture_since whose
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
 -- message since then): reported, never an alarm. Two separate anti-joins, never netted.
 
--- Where rows and qualifying messages disagree now, by (session, tool call), from one comparison of recent
--- writes: kind 'missing', the keys the newest completed reconciliation recorded (reconcile.sql) that still
--- have no row observed since capture_since (re-checked here, so `repair` clears them at once), and those of
--- messages created since that reconciliation started; kind 'excess', the excess keys it recorded and
--- those of rows observed since it started. Without a completed reconciliation of this activation, the
--- recent part starts at capture_since: correct, and as costly as history (`up` and `health --full`
--- complete one). Internal: health counts both kinds from one call.
+-- Where rows and qualifying messages disagree now, by (session, tool call), from one statement: kind
+-- 'missing', the keys recorded missing (by health, a reconciliation or repair) that still have no row
+-- observed since capture_since (those that have one now are dropped from the record), and those of
+-- messages created since the newest completed reconciliation started; kind 'excess', the excess keys that
+-- reconciliation recorded and those of rows observed since it started. A found miss stays found: on a server that can write, the missing keys of the recent part are
+-- recorded (subagent_context_missing_keys), so no reconciliation completing later can forget them.
+-- Without a completed reconciliation of this activation, the recent part starts at capture_since: correct,
+-- and as costly as history (`up` and `health --full` complete one). Internal.
 CREATE FUNCTION @extschema@.subagent_context_discrepancies()
 RETURNS TABLE (kind text, task_session_id text, tool_call_id text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  since timestamp := @extschema@.subagent_context_parse_key(
-                       @extschema@.subagent_context_key('subagent_context_capture_since'));
-  rec record;
+  since timestamp := @extschema@.subagent_context_capture_since();
+  writable boolean := NOT (pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on');
+  reconciled record;
+  recent record;
+  recorded record;
+  stored_sessions text[];
+  stored_calls text[];
 BEGIN
   IF since IS NULL THEN
     RETURN;
   END IF;
-  SELECT * INTO rec FROM @extschema@.subagent_context_reconciled(since);
-  -- EXECUTE: planned for the actual window start (a recent window reads only health's index).
-  RETURN QUERY EXECUTE $q$
-    WITH recorded AS MATERIALIZED (
-           SELECT k.kind, k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_reconciliation_keys AS k
-            WHERE k.reconciliation_id = $3),
-         recent AS MATERIALIZED (
-           SELECT c.kind, c.task_session_id, c.tool_call_id
-             FROM @extschema@.subagent_context_compare($1, $2, 'infinity') AS c),
-         stored AS MATERIALIZED (
-           SELECT DISTINCT r.task_session_id, r.tool_call_id
-             FROM recorded AS k
-             JOIN @extschema@.task_session_subagents AS r
-               ON r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id
-            WHERE k.kind = 'missing' AND r.observed_at >= $1)
-    ((SELECT 'missing', k.task_session_id, k.tool_call_id FROM recorded AS k WHERE k.kind = 'missing'
-      EXCEPT
-      SELECT 'missing', s.task_session_id, s.tool_call_id FROM stored AS s)
-     UNION
-     SELECT 'missing', c.task_session_id, c.tool_call_id FROM recent AS c WHERE c.kind = 'missing')
-    UNION ALL
-    SELECT 'excess', k.task_session_id, k.tool_call_id FROM recorded AS k WHERE k.kind = 'excess'
-    UNION ALL
-    SELECT 'excess', c.task_session_id, c.tool_call_id FROM recent AS c WHERE c.kind = 'excess'
-  $q$ USING since, coalesce(rec.started_at, since), rec.id;
+  SELECT * INTO reconciled FROM @extschema@.subagent_context_reconciled(since);
+  -- The recent part, in one statement: each message and the row its capture wrote are seen together.
+  SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls,
+         array_agg(c.message_created_at) AS instants
+    INTO recent
+    FROM @extschema@.subagent_context_compare(since, coalesce(reconciled.started_at, since), 'infinity') AS c;
+  -- The recorded keys, and which of them have their row now (read through their sessions' rows).
+  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls,
+         array_agg(k.task_session_id || E'\x1f' || k.tool_call_id) AS keys
+    INTO recorded
+    FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
+  IF recorded.keys IS NOT NULL THEN
+    EXECUTE $q$
+      SELECT array_agg(r.task_session_id), array_agg(r.tool_call_id)
+        FROM @extschema@.task_session_subagents AS r
+       WHERE r.task_session_id = ANY ($1) AND r.task_session_id || E'\x1f' || r.tool_call_id = ANY ($2)
+         AND r.observed_at >= $3
+    $q$ INTO stored_sessions, stored_calls USING recorded.sessions, recorded.keys, since;
+  END IF;
+
+  -- Where the server can write (a standby reads the primary's record): recorded keys that have their row
+  -- now are dropped, and the misses of the recent part are recorded.
+  IF writable AND stored_sessions IS NOT NULL THEN
+    DELETE FROM @extschema@.subagent_context_missing_keys AS k
+     USING unnest(stored_sessions, stored_calls) AS u(s, c)
+     WHERE k.capture_since = since AND k.task_session_id = u.s AND k.tool_call_id = u.c;
+  END IF;
+  IF writable AND 'missing' = ANY (recent.kinds) THEN
+    PERFORM @extschema@.subagent_context_record_missing(since, array_agg(u.s), array_agg(u.c), array_agg(u.t))
+       FROM unnest(recent.kinds, recent.sessions, recent.calls, recent.instants) AS u(k, s, c, t)
+      WHERE u.k = 'missing';
+  END IF;
+
+  RETURN QUERY
+    SELECT DISTINCT d.kind, d.task_session_id, d.tool_call_id
+      FROM (SELECT 'missing'::text AS kind, u.s AS task_session_id, u.c AS tool_call_id
+              FROM unnest(recorded.sessions, recorded.calls) AS u(s, c)
+              LEFT JOIN unnest(stored_sessions, stored_calls) AS x(s, c) ON x.s = u.s AND x.c = u.c
+             WHERE x.s IS NULL
+            UNION ALL
+            SELECT 'excess', k.task_session_id, k.tool_call_id
+              FROM @extschema@.subagent_context_reconciliation_keys AS k
+             WHERE k.reconciliation_id = reconciled.id AND k.kind = 'excess'
+            UNION ALL
+            SELECT u.k, u.s, u.c FROM unnest(recent.kinds, recent.sessions, recent.calls) AS u(k, s, c)) AS d;
 END
 $$;
 
 -- The (session, tool call) keys missing now (subagent_context_discrepancies(), kind 'missing'). Public
--- interface: the list behind health's shortfall, and what `repair` stores rows for.
+-- interface, installing role only: the list behind health's shortfall.
 CREATE FUNCTION @extschema@.subagent_context_missing()
 RETURNS TABLE (task_session_id text, tool_call_id text)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -72,13 +98,12 @@ CREATE FUNCTION @extschema@.subagent_context_health(
   OUT shortfall bigint, OUT excess bigint, OUT last_observed_at timestamp,
   OUT trigger_enabled boolean, OUT failures bigint, OUT collisions bigint,
   OUT status text, OUT installed_version text, OUT reconciled_at timestamp)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   since timestamp;
   trigger_state "char";
-  rec record;
 BEGIN
   installed_version := (SELECT i.version FROM @extschema@.subagent_context_installation() AS i);
   capture_since := @extschema@.subagent_context_key('subagent_context_capture_since');
@@ -104,11 +129,10 @@ BEGIN
     RETURN;
   END IF;
 
-  -- Rows that share (session, tool call) with a row of another execution (docs/integration.md). Two rows of one
-  -- key have different execution ids (the unique key), so at most one of them is 'unknown': only keys
-  -- with a row of a known execution can collide. task_session_subagents_known_execution_idx (table.sql)
-  -- lists exactly those; it is empty where the host sends no execution id, so this costs nothing there
-  -- instead of grouping the whole table.
+  -- Rows that share (session, tool call) with a row of another execution (docs/integration.md). Two rows
+  -- of one key have different execution ids (the unique key), so at most one of them is 'unknown': only
+  -- keys with a row of a known execution can collide, and task_session_subagents_known_execution_idx lists
+  -- exactly those (none where the host sends no execution id, so this costs nothing there).
   SELECT coalesce(sum(n), 0) INTO collisions
     FROM (SELECT count(*) AS n FROM @extschema@.task_session_subagents AS r
            WHERE (r.task_session_id, r.tool_call_id) IN (
@@ -122,18 +146,18 @@ BEGIN
     RETURN;
   END IF;
 
-  -- What the newest completed reconciliation found, re-checked, plus what was written since it started:
-  -- the cost of recent writes, never of history (docs/health.md#reconciliation).
-  SELECT * INTO rec FROM @extschema@.subagent_context_reconciled(since);
-  reconciled_at := rec.started_at;
+  -- What the newest completed reconciliation found and what was recorded missing, re-checked, plus what was
+  -- written since it started: the cost of recent writes, never of history (docs/health.md#reconciliation).
+  reconciled_at := (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r);
   SELECT count(*) FILTER (WHERE d.kind = 'missing'), count(*) FILTER (WHERE d.kind = 'excess')
     INTO shortfall, excess FROM @extschema@.subagent_context_discrepancies() AS d;
 
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;
 
+  -- Failures recorded since activation that `repair` has not replayed yet.
   SELECT count(*) INTO failures
-    FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since;
+    FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since AND f.replayed_at IS NULL;
 
   status := coalesce(status, CASE WHEN shortfall > 0 THEN 'shortfall'
                                   WHEN last_observed_at IS NULL THEN 'idle'
@@ -141,58 +165,29 @@ BEGIN
 END
 $$;
 
--- Repair: store the rows the shortfall lists as missing (subagent_context_missing()), each re-derived from
--- its newest qualifying message created since capture_since, through the same derivation as capture and
--- the same rule as the backfill (source 'backfill'; a key with a row under any execution id is left
--- alone). Existing rows are never touched. At most max_keys keys per call, so that one call is a short
--- transaction (the CLI calls it until nothing is left); its rows are inserted at the statement's end, so
--- a live write of one of those keys waits at most for the insert and the commit. repaired: rows stored;
--- remaining: the keys missing when this call began, less those it stored (counted from the same list, not
--- compared again while its rows are locked). It runs with the caller's privileges (writing rows is the
--- installing role's, or a role granted INSERT on the table).
-CREATE FUNCTION @extschema@.subagent_context_repair(max_keys integer DEFAULT 2000,
-  OUT repaired bigint, OUT remaining bigint)
-LANGUAGE plpgsql VOLATILE
+-- The newest subagent message created since activation (what capture should have seen): the
+-- "capture stalled while messages keep arriving" alert compares it with the newest row. It reads health's
+-- index backwards and stops at the first message that qualifies. A timestamp only: callable by anyone
+-- with USAGE on the schema, like health.
+CREATE FUNCTION @extschema@.subagent_context_last_message_at()
+RETURNS timestamp
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  since timestamp := @extschema@.subagent_context_parse_key(
-                       @extschema@.subagent_context_key('subagent_context_capture_since'));
-  missing_before bigint;
+  since timestamp := @extschema@.subagent_context_capture_since();
+  newest timestamp;
 BEGIN
   IF since IS NULL THEN
-    RAISE EXCEPTION 'subagent-context is not activated in schema %: there is no capture_since key', '@extschema@'
-      USING HINT = 'Run `subagent-context up` (or `subagent-context backfill`) first.',
-            ERRCODE = 'object_not_in_prerequisite_state';
+    RETURN NULL;
   END IF;
-  IF pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' THEN
-    RAISE EXCEPTION 'subagent-context repair writes rows, and this server or transaction is read-only'
-      USING HINT = 'Run `subagent-context repair` against the primary; health, report and metrics work here.',
-            ERRCODE = 'read_only_sql_transaction';
-  END IF;
-  WITH missing AS MATERIALIZED (
-         SELECT k.task_session_id, k.tool_call_id FROM @extschema@.subagent_context_missing() AS k),
-       candidates AS MATERIALIZED (
-         SELECT k.task_session_id, k.tool_call_id FROM missing AS k ORDER BY 1, 2 LIMIT greatest(max_keys, 1)),
-       -- Each key's newest qualifying message since activation, found through the session's messages.
-       history AS MATERIALIZED (
-         SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
-           FROM candidates AS b
-           JOIN @extschema@.task_session_messages AS m ON m.task_session_id = b.task_session_id
-          CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-          CROSS JOIN LATERAL @extschema@.derive_subagent_row(
-                  m.task_session_id, m.task_id, m.turn_id, p.doc,
-                  coalesce(m.created_at, clock_timestamp() AT TIME ZONE 'UTC'),
-                  coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'),
-                  @extschema@.subagent_execution_id(p.doc, NULL)) AS d
-          WHERE m.created_at >= since AND @extschema@.subagent_may_qualify(m.metadata)
-            AND d.tool_call_id = b.tool_call_id
-          ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC)
-  -- Stored unless the key has a row under any execution id, observed whenever (the backfill's rule).
-  SELECT @extschema@.subagent_store_history_rows(array_agg(ROW(h.*)::@extschema@.subagent_row)),
-         (SELECT count(*) FROM missing)
-    INTO repaired, missing_before FROM history AS h;
-  repaired := coalesce(repaired, 0);
-  remaining := missing_before - repaired;
+  EXECUTE $q$
+    SELECT m.created_at FROM @extschema@.task_session_messages AS m
+     WHERE m.created_at >= $1 AND @extschema@.subagent_may_qualify(m.metadata)
+       AND @extschema@.subagent_qualifies(@extschema@.subagent_parse_metadata(m.metadata))
+     ORDER BY m.created_at DESC
+     LIMIT 1
+  $q$ INTO newest USING since;
+  RETURN newest;
 END
 $$;

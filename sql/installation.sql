@@ -1,16 +1,22 @@
--- subagent_context_installation() (public interface): what the code layer installed here. The last file
--- of the code layer (sql/loader.js), so it is only there when everything before it is.
---   version       the package version (@version@ is filled in by the loader)
---   code_digest   a digest of the code layer's files: `up` re-applies them when it differs
---   server_major  the PostgreSQL major they were built for (parse.sql differs by major): after a major
---                 upgrade of the server, `subagent-context up` re-applies them
-DO $installation$
-BEGIN
-  EXECUTE format(
-    $fn$CREATE FUNCTION %s.subagent_context_installation(
-           OUT version text, OUT code_digest text, OUT server_major integer)
-         LANGUAGE sql IMMUTABLE PARALLEL SAFE
-         AS $body$ SELECT %L::text, %L::text, %s::integer $body$$fn$,
-    '@extschema@', '@version@', '@digest@', current_setting('server_version_num')::int / 10000);
-END
-$installation$;
+-- What the code layer installed here (public interface: subagent_context_installation()), read from the
+-- record the loader writes after the code layer (subagent_context_record_installation(); the data is in
+-- installed.sql's table). No row: the code was applied by hand, and `up` applies it again.
+CREATE FUNCTION @extschema@.subagent_context_installation(
+  OUT version text, OUT code_digest text, OUT server_major integer)
+RETURNS SETOF record
+LANGUAGE sql STABLE SECURITY DEFINER  -- versions only: readable with USAGE on the schema, like health
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT i.version, i.code_digest, i.server_major FROM @extschema@.subagent_context_installed AS i $$;
+
+-- Records the package version and code digest (given by the loader) and the server major (parse.sql differs
+-- by major): after a major upgrade of the server, or with another package's code, `up` re-applies the code.
+CREATE FUNCTION @extschema@.subagent_context_record_installation(version text, code_digest text)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+  INSERT INTO @extschema@.subagent_context_installed (version, code_digest, server_major, installed_at)
+  VALUES (version, code_digest, current_setting('server_version_num')::integer / 10000, clock_timestamp() AT TIME ZONE 'UTC')
+  ON CONFLICT (singleton) DO UPDATE
+    SET version = EXCLUDED.version, code_digest = EXCLUDED.code_digest, server_major = EXCLUDED.server_major,
+        installed_at = EXCLUDED.installed_at
+$$;

@@ -3,6 +3,7 @@ export const PACKAGE_VERSION: string;
 export const DATA_FILES: string[];
 export const CODE_FILES: string[];
 export const HOST_TABLES: string[];
+export const ACTIVATION_KEYS: string[];
 export const COUNTERS: string[];
 export const CODE_DIGEST: string;
 /** The capture prefilter over a text expression (loader.js). */
@@ -21,15 +22,15 @@ export interface InstalledCode {
 export function quoteIdent(name: string): string;
 /** One file of sql/, rendered for `schema`. */
 export function sqlFile(file: string, schema: string): string;
-/** One file of sql/, rendered for `schema`, as its top-level statements. */
+/** One file of sql/, rendered for `schema`, as its pieces separated by `-- statement` lines. */
 export function sqlStatements(file: string, schema: string): string[];
-export function transactionStatements(schema: string, sqls: string[]): string[];
-export function dataSql(schema: string): string[];
-export function codeSql(schema: string): string[];
-export function uninstallSql(schema: string): string[];
+/** Install or upgrade as the statements of one transaction (the data layer, and the code layer unless `code` is false). */
+export function installStatements(schema: string, opts?: { code?: boolean }): string[];
+/** Uninstall as the statements of one transaction. */
+export function uninstallStatements(schema: string): string[];
+/** Deactivation (the activation keys go) as its statements. */
+export function deactivateStatements(schema: string): string[];
 export function installedCode(select: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, schema: string): Promise<InstalledCode | null>;
 export function targetSchema(pgm: unknown): Promise<string>;
-/** The statement that takes the locks on kandev's tables a transaction needs, with bounded waits (lock-host.sql). */
-export function lockHost(schema: string, locks: string[][]): string;
 export const INSTALL_LOCKS: string[][];
 export const UNINSTALL_LOCKS: string[][];

@@ -1,18 +1,16 @@
 // The loader: the one way from a .sql file in sql/ to the statements that run, for the migrations
 // (migrations/lib/steps.js, which plain node-pg-migrate runs too) and the CLI (`#sql` in package.json).
 //
+// Every file is plain SQL that runs under psql once @extschema@ (the target schema, as in PostgreSQL
+// extension scripts) is replaced; that is the only placeholder. What differs per installation is data
+// (the installation record, the locks a transaction takes) and is passed as statements of its own.
+//
 // An installation has two layers (docs/upgrade.md):
-// - data, kept across releases: the subagent table, the failure log, the counter sequences, health's index
-//   on task_session_messages. Its files create or adopt, and are safe to apply again.
+// - data, kept across releases: the subagent table, the failure log, the counters, the reconciliation's
+//   record, health's index on task_session_messages. Its files create or adopt, and are safe to apply again.
 // - code, replaced as a whole by every release: types, functions, the trigger. Applying it first drops
 //   the code of any earlier release (drop-code.sql), then creates this release's, in one transaction,
-//   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state. It records what it installed
-//   (subagent_context_installation()): the package version, a digest of the code, the server major.
-//
-// Files name the schema as @extschema@ (the convention of PostgreSQL extension scripts), the counter
-// sequences as @counter_sequences@ (COUNTERS below), the capture prefilter as @may_qualify(text)@ and
-// health's index on task_session_messages as @health_index_definition@ / @health_index_comment@
-// (MAY_QUALIFY and HEALTH_INDEX below: each written once, rendered wherever it is needed).
+//   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state, and records what it installed.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { splitStatements } from './statements.js';
@@ -22,25 +20,31 @@ const SQL_DIR = new URL('./', import.meta.url);
 export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** The data layer, in the order it must be applied. */
-export const DATA_FILES = ['table.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql', 'backfill-progress.sql'];
+export const DATA_FILES = [
+  'table.sql', 'table-shape.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql', 'backfill-progress.sql',
+  'installed.sql',
+];
 
-/** The code layer, in the order it must be applied (installation.sql last: it records the rest). */
+/** The code layer, in the order it must be applied. */
 export const CODE_FILES = [
-  'drop-code.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'stats.sql', 'capture.sql', 'backfill.sql',
-  'reconcile.sql', 'health.sql', 'citus.sql', 'installation.sql',
+  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'topology.sql', 'stats.sql',
+  'capture.sql', 'backfill.sql', 'reconcile.sql', 'health.sql', 'repair.sql', 'grants.sql',
 ];
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];
 
+/** The two activation keys in kandev_meta (docs/health.md#activation-keys). */
+export const ACTIVATION_KEYS = ['subagent_context_capture_since', 'subagent_context_backfill_through'];
+
 /** The six capture counters (counters.sql), each a sequence subagent_context_<name>_seq. */
 export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'failed', 'anomalous_value', 'unknown_execution'];
-const COUNTER_SEQUENCES = `ARRAY[${COUNTERS.map((c) => `'subagent_context_${c}_seq'`).join(', ')}]`;
 
 /**
  * Can this metadata text be a subagent call? The literal `subagent_task` is part of what qualifies
  * (docs/decisions.md#derivation): one pass over the text, and no writer that exists escapes the letters
- * of a kind. The capture trigger's WHEN clause, health's partial index on task_session_messages and every
- * history scan (backfill, reconciliation, repair) use this one expression; the parse decides the rest.
+ * of a kind. The definition: the SQL files spell it out where an expression must stand alone (the
+ * trigger's WHEN clause, health's index predicate, subagent_may_qualify()), and test/host/prefilter.test.ts
+ * holds every spelling to this one.
  */
 export function MAY_QUALIFY(text) {
   return `strpos(${text}, 'subagent_task') > 0`;
@@ -49,7 +53,8 @@ export function MAY_QUALIFY(text) {
 /**
  * Health's index on task_session_messages (message-index*.sql): its definition after `ON <table>`, and
  * the comment that names it. The comment carries a digest of the definition, so an index built by a
- * release with another predicate is recognised and rebuilt without anyone bumping a number by hand.
+ * release with another predicate is recognised and rebuilt; the SQL files spell both out, and
+ * test/host/prefilter.test.ts holds them to these.
  */
 const HEALTH_INDEX_DEFINITION = `(created_at) WHERE ${MAY_QUALIFY('metadata')}`;
 export const HEALTH_INDEX = {
@@ -61,17 +66,17 @@ export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
 }
 
+/** A string as an SQL literal (only for values this package computes: versions, digests, lock modes). */
+function literal(value) {
+  return `'${String(value).replaceAll("'", "''")}'`;
+}
+
 function source(file) {
   return readFileSync(new URL(file, SQL_DIR), 'utf8');
 }
 
-/**
- * What this package's code layer is: changes whenever any code file or the prefilter they render
- * changes, whatever the version says.
- */
-export const CODE_DIGEST = createHash('sha256')
-  .update([...CODE_FILES.filter((f) => f !== 'installation.sql').map(source), HEALTH_INDEX.definition].join('\0'))
-  .digest('hex').slice(0, 16);
+/** What this package's code layer is: changes whenever any code file changes, whatever the version says. */
+export const CODE_DIGEST = createHash('sha256').update(CODE_FILES.map(source).join('\0')).digest('hex').slice(0, 16);
 
 export function sqlFile(file, schema) {
   // The name also lands inside string literals ('@extschema@.x'::regclass), so refuse what would
@@ -79,14 +84,7 @@ export function sqlFile(file, schema) {
   if (!schema || /['\\\0$]/.test(schema)) {
     throw new Error(`subagent-context: unusable schema name ${JSON.stringify(schema)}`);
   }
-  return source(file)
-    .replace(/@may_qualify\(([^()]+)\)@/g, (_, text) => MAY_QUALIFY(text))
-    .replaceAll('@health_index_definition@', HEALTH_INDEX.definition)
-    .replaceAll('@health_index_comment@', HEALTH_INDEX.comment.replaceAll("'", "''"))
-    .replaceAll('@extschema@', quoteIdent(schema))
-    .replaceAll('@counter_sequences@', COUNTER_SEQUENCES)
-    .replaceAll('@version@', PACKAGE_VERSION)
-    .replaceAll('@digest@', CODE_DIGEST);
+  return source(file).replaceAll('@extschema@', quoteIdent(schema));
 }
 
 /** A file's statements, for files that must run one statement at a time (split at `-- statement`). */
@@ -94,43 +92,45 @@ export function sqlStatements(file, schema) {
   return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
 }
 
-/**
- * SQL files as the statements of one transaction: the topology check first (topology.sql: on Citus it
- * refuses a wrong layout and sets what Citus needs), then every statement alone (Citus forwards some
- * DDL's whole query string to its workers, where more than one command fails).
- */
-export function transactionStatements(schema, sqls) {
-  return [sqlFile('topology.sql', schema), ...sqls].flatMap(splitStatements);
-}
-
-/**
- * The statement that takes, with a short lock_timeout and bounded retries, the locks on kandev's tables
- * that a transaction's DDL needs (lock-host.sql), to run first in that transaction; `locks` is
- * [[table, mode], ...].
- */
-export function lockHost(schema, locks) {
-  const array = `ARRAY[${locks.map(([t, m]) => `['${t}', '${m}']`).join(', ')}]`;
-  return sqlFile('lock-host.sql', schema).replaceAll('@host_locks@', array);
-}
-
 /** What install and upgrade lock: task_sessions for the foreign key, task_session_messages for the trigger. */
 export const INSTALL_LOCKS = [['task_sessions', 'SHARE ROW EXCLUSIVE'], ['task_session_messages', 'SHARE ROW EXCLUSIVE']];
 /** What uninstall locks: DROP TRIGGER and DROP INDEX take task_session_messages whole. */
 export const UNINSTALL_LOCKS = [['task_session_messages', 'ACCESS EXCLUSIVE']];
 
-/** The data layer's SQL, one string per file. */
-export function dataSql(schema) {
-  return DATA_FILES.map((f) => sqlFile(f, schema));
+/**
+ * The statements of one transaction that changes kandev's tables: the Citus check first (citus-check.sql:
+ * it refuses a wrong layout and sets what Citus needs), then the locks the DDL needs, taken with bounded
+ * waits (lock-host.sql, told which through a transaction-local setting), then every statement of `files`
+ * alone (Citus forwards some DDL's whole query string to its workers, where more than one command fails).
+ */
+function transaction(schema, locks, files, extra = []) {
+  return [
+    sqlFile('citus-check.sql', schema),
+    `SELECT set_config('subagent_context.host_locks', ${literal(locks.map(([t, m]) => `${t}:${m}`).join(','))}, true)`,
+    sqlFile('lock-host.sql', schema),
+    ...files.map((f) => sqlFile(f, schema)),
+    ...extra,
+  ].flatMap(splitStatements);
 }
 
-/** The code layer's SQL, one string per file; run them in one transaction. */
-export function codeSql(schema) {
-  return CODE_FILES.map((f) => sqlFile(f, schema));
+/**
+ * Install or upgrade, as the statements of one transaction: the data layer (each file brings an earlier
+ * release's objects to this shape), then, when `code` is true, the code layer and the record of what it
+ * installed (subagent_context_installation()).
+ */
+export function installStatements(schema, { code = true } = {}) {
+  const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
+  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record] : []);
 }
 
-/** Uninstall: the code layer's objects, then the rest (the data layer's tables stay). */
-export function uninstallSql(schema) {
-  return ['drop-code.sql', 'uninstall.sql'].map((f) => sqlFile(f, schema));
+/** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
+export function deactivateStatements(schema) {
+  return splitStatements(sqlFile('deactivate.sql', schema));
+}
+
+/** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
+export function uninstallStatements(schema) {
+  return transaction(schema, UNINSTALL_LOCKS, ['deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
 }
 
 /**
@@ -148,6 +148,8 @@ export async function installedCode(select, schema) {
     return health ? { version: '0.1.0', code_digest: null, server_major: null, current: false } : null;
   }
   const [row] = await select(`SELECT version, code_digest, server_major FROM ${quoteIdent(schema)}.subagent_context_installation()`);
+  // Code applied by hand (psql) records nothing: what it is cannot be told, so `up` applies it again.
+  if (!row) return { version: 'unknown', code_digest: null, server_major: null, current: false };
   return { ...row, current: row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 

@@ -1,7 +1,7 @@
--- The first statement of every transaction of ours that changes kandev's tables (install, upgrade,
--- uninstall): it takes the locks the DDL after it needs, so that no statement after it queues kandev's
--- writers (docs/reliability.md#locks). Internal; rendered by lockHost() in loader.js, which puts the
--- locks to take, as ARRAY[[table, mode], ...], in place of the placeholder below.
+-- Early in every transaction of ours that changes kandev's tables (install, upgrade, uninstall): it takes
+-- the locks the DDL after it needs, so that no statement after it queues kandev's writers
+-- (docs/reliability.md#locks). Internal. Which locks: the transaction-local setting
+-- subagent_context.host_locks ('table:MODE,table:MODE', set by the loader); without it, install's.
 --
 -- A lock request waits in PostgreSQL's queue, and every writer that comes after it waits behind it; so
 -- each try waits at most subagent_context.lock_timeout (default 1s), then gives the lock queue back,
@@ -10,11 +10,13 @@
 -- back: nothing was changed. A lock taken inside the block below stays with the transaction.
 DO $lock_host$
 DECLARE
-  locks constant text[][] := @host_locks@;
+  locks constant text[] := string_to_array(coalesce(nullif(current_setting('subagent_context.host_locks', true), ''),
+                             'task_sessions:SHARE ROW EXCLUSIVE,task_session_messages:SHARE ROW EXCLUSIVE'), ',');
+  table_name text;
   wait text := coalesce(nullif(current_setting('subagent_context.lock_timeout', true), ''), '1s');
   tries int := coalesce(nullif(current_setting('subagent_context.lock_tries', true), '')::int, 5);
   try int := 0;
-  l text[];
+  l text;
   blocked text;
   holders text;
   before text := current_setting('lock_timeout');
@@ -23,10 +25,14 @@ BEGIN
     try := try + 1;
     BEGIN
       PERFORM set_config('lock_timeout', wait, true);
-      FOREACH l SLICE 1 IN ARRAY locks LOOP
-        blocked := l[1];
-        IF to_regclass(format('%s.%I', '@extschema@', l[1])) IS NOT NULL THEN
-          EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', l[1], l[2]);
+      FOREACH l IN ARRAY locks LOOP
+        table_name := split_part(l, ':', 1);
+        blocked := table_name;
+        IF split_part(l, ':', 2) NOT IN ('SHARE ROW EXCLUSIVE', 'ACCESS EXCLUSIVE') THEN
+          RAISE EXCEPTION 'subagent-context: unknown lock mode in subagent_context.host_locks: %', l;
+        END IF;
+        IF to_regclass(format('%s.%I', '@extschema@', table_name)) IS NOT NULL THEN
+          EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', table_name, split_part(l, ':', 2));
         END IF;
       END LOOP;
       PERFORM set_config('lock_timeout', before, true);

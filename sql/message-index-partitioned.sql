@@ -10,10 +10,10 @@
 -- build) is dropped and built again, a built one that is not attached yet is attached, and a complete
 -- index leaves nothing to do.
 --
--- The definition and comment are those of the plain table's index (message-index.sql): both files render
--- HEALTH_INDEX of sql/loader.js, so the two topologies cannot drift apart. The statements below are separated by `-- statement` and run one
--- at a time, outside any transaction; the second is a query, whose rows are the statements that run
--- between the first and the third.
+-- The definition and comment are those of the plain table's index (message-index.sql); both are
+-- HEALTH_INDEX of sql/loader.js, which test/host/prefilter.test.ts holds them to. The statements below are
+-- separated by `-- statement` and run one at a time, outside any transaction; the second is a query,
+-- whose rows are the statements that run between the first and the third.
 --
 -- The steps that take a lock writers wait for (creating the parent index, attaching, dropping an index
 -- of an earlier release) hold it only for a catalog change, and wait for it at most 5 s
@@ -26,14 +26,14 @@ DO $prepare$
 BEGIN
   PERFORM set_config('lock_timeout', '5s', true);
   IF obj_description(to_regclass('@extschema@.subagent_context_recent_messages_idx'), 'pg_class')
-       IS DISTINCT FROM '@health_index_comment@'
+       IS DISTINCT FROM 'subagent-context: prefilter b3f9b0791b74'
      AND to_regclass('@extschema@.subagent_context_recent_messages_idx') IS NOT NULL THEN
     DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;
     ALTER INDEX @extschema@.subagent_context_recent_messages_idx RENAME TO subagent_context_recent_messages_idx_old;
   END IF;
   IF to_regclass('@extschema@.subagent_context_recent_messages_idx') IS NULL THEN
-    CREATE INDEX subagent_context_recent_messages_idx ON ONLY @extschema@.task_session_messages @health_index_definition@;
-    COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS '@health_index_comment@';
+    CREATE INDEX subagent_context_recent_messages_idx ON ONLY @extschema@.task_session_messages (created_at) WHERE strpos(metadata, 'subagent_task') > 0;
+    COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter b3f9b0791b74';
   END IF;
 EXCEPTION WHEN lock_not_available THEN
   RAISE EXCEPTION 'subagent-context: could not lock task_session_messages within 5 s to create health''s index on it (a long transaction holds it); nothing was changed and no writer was held; run `subagent-context up` again'
@@ -41,8 +41,7 @@ EXCEPTION WHEN lock_not_available THEN
 END
 $prepare$;
 -- statement
--- Step 2 (a query, run by the activation when it plans, before step 1 runs; $1 is the definition as
--- written, $2 the comment): for every leaf partition whose index is missing, the statements that build
+-- Step 2 (a query, run by the activation when it plans, before step 1 runs): for every leaf partition whose index is missing, the statements that build
 -- it, concurrently: first DROP INDEX CONCURRENTLY of a cancelled build (an INVALID index of the
 -- installed parent index's definition that is not attached), then CREATE INDEX CONCURRENTLY
 -- (PostgreSQL names it). A leaf that already has an index of the current definition, attached or valid
@@ -51,7 +50,7 @@ $prepare$;
 -- leaf gets a new one.
 WITH installed AS (  -- the parent index, of whichever release
   SELECT regexp_replace(pg_get_indexdef(i.oid), '^.* USING ', '') AS definition,
-         obj_description(i.oid, 'pg_class') = $2::text AS current
+         obj_description(i.oid, 'pg_class') = 'subagent-context: prefilter b3f9b0791b74' AS current
     FROM pg_class AS i
    WHERE i.oid = to_regclass('@extschema@.subagent_context_recent_messages_idx')
 ), leaf AS (
@@ -68,7 +67,7 @@ SELECT s.statement FROM (
   SELECT 1 AS step, c.rel, format('DROP INDEX CONCURRENTLY IF EXISTS %s', c.index::regclass) AS statement
     FROM candidate AS c WHERE NOT c.valid AND NOT c.attached
   UNION ALL
-  SELECT 2, l.rel, format('CREATE INDEX CONCURRENTLY ON %s %s', l.rel::regclass, $1::text)
+  SELECT 2, l.rel, format('CREATE INDEX CONCURRENTLY ON %s %s', l.rel::regclass, '(created_at) WHERE strpos(metadata, ''subagent_task'') > 0')
     FROM leaf AS l
    WHERE NOT EXISTS (SELECT 1 FROM candidate AS c WHERE c.rel = l.rel AND c.current AND (c.valid OR c.attached))
 ) AS s

@@ -4,15 +4,13 @@
 -- block, so the activation migration runs the statements of this file one at a time; they are separated
 -- by `-- statement`.
 --
--- Health's recent window and the reconciliation read the messages that may qualify, by created_at. The
--- predicate is the capture prefilter (MAY_QUALIFY in sql/loader.js, rendered here, so the index depends on
--- no function): only messages that spell subagent_task get an entry. The index's comment
--- names the prefilter it was built with; an index built by an earlier release with another one is
--- replaced without blocking writers (a new one is built beside it, then the old one is dropped), and
--- health stays correct meanwhile (it reads the table where no index fits).
---
--- Cost on writes: other messages pay the predicate per INSERT and per non-HOT UPDATE; subagent frames pay
--- one btree insert per new row version. BENCHMARKS.md has the measured cost.
+-- Health, the reconciliation, the backfill and repair read the messages that may qualify, by created_at.
+-- The predicate is the capture prefilter spelled out (MAY_QUALIFY in sql/loader.js), so the index depends on
+-- no function: only messages that spell subagent_task get an entry. Its comment names the prefilter
+-- (HEALTH_INDEX in sql/loader.js): an index built by an earlier release with another one is replaced
+-- without blocking writers (a new one is built beside it, then the old one is dropped), and health stays
+-- correct meanwhile (it reads the table where no index fits). Other messages pay the predicate per INSERT
+-- and per non-HOT UPDATE; subagent frames one btree insert per new row version.
 
 -- An interrupted build leaves an INVALID index that IF NOT EXISTS would keep; one built by an earlier
 -- release with another predicate is set aside to be dropped once its replacement is built.
@@ -29,7 +27,7 @@ BEGIN
     RETURN;
   ELSIF NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = current) THEN
     DROP INDEX @extschema@.subagent_context_recent_messages_idx;
-  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM '@health_index_comment@' THEN
+  ELSIF obj_description(current, 'pg_class') IS DISTINCT FROM 'subagent-context: prefilter b3f9b0791b74' THEN
     IF old IS NOT NULL THEN
       DROP INDEX @extschema@.subagent_context_recent_messages_idx_old;
     END IF;
@@ -39,10 +37,8 @@ END
 $prepare$;
 -- statement
 CREATE INDEX CONCURRENTLY IF NOT EXISTS subagent_context_recent_messages_idx
-  ON @extschema@.task_session_messages @health_index_definition@;
+  ON @extschema@.task_session_messages (created_at) WHERE strpos(metadata, 'subagent_task') > 0;
 -- statement
--- The comment names the definition (HEALTH_INDEX in sql/loader.js carries its digest), so an index of
--- another definition is rebuilt.
-COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS '@health_index_comment@';
+COMMENT ON INDEX @extschema@.subagent_context_recent_messages_idx IS 'subagent-context: prefilter b3f9b0791b74';
 -- statement
 DROP INDEX CONCURRENTLY IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;

@@ -1,97 +1,130 @@
 -- The reconciliation (docs/health.md#reconciliation, docs/decisions.md#health-at-any-size): the full
--- comparison of qualifying messages with rows, in bounded steps. Public interface:
+-- comparison of qualifying messages with rows, in bounded steps. Public interface (installing role only):
 -- subagent_context_reconcile() (one step) and the procedure subagent_context_reconcile_all(); the rest is
--- internal. The record it keeps is data (reconciliation.sql); this file is code, replaced by each release,
--- and a reconciliation is trusted only by the code that made it (its `method` is this code's digest).
+-- internal. Its record is data (reconciliation.sql); a run is trusted only by the code that made it (its
+-- `method` is the installed code's digest).
 --
 -- What is compared, for a window of creation times [lo, hi):
 --   missing: keys (session, tool call) of qualifying messages with a complete identity created in the window
 --            that have no row observed since capture_since, under any execution id: health's shortfall;
 --   excess:  keys of rows observed in the window with no qualifying message created in it: reported only.
--- A reconciliation walks [capture_since, started_at) in windows of at most `max_messages` entries of
--- health's index on task_session_messages, oldest first, one window per call, each call one statement
--- with its own short snapshot that takes no lock a writer waits for. Health compares [started_at of the
--- newest completed one, now) itself, and re-checks the missing keys it recorded.
+-- A run walks [capture_since, started_at) oldest first, one window of at most subagent_context_batch_messages()
+-- entries of health's index per call, each call one short statement that takes no lock a writer waits for.
+-- Health compares [started_at of the newest completed run, now) itself.
 
--- Keys of the qualifying messages created in [lo, hi), each parsed once, with whether its identity is
--- complete. Inlinable (LANGUAGE sql, STABLE, one SELECT): the window reaches the plan, which reads health's
--- partial index on task_session_messages (message-index.sql).
-CREATE FUNCTION @extschema@.subagent_message_keys(lo timestamp, hi timestamp)
-RETURNS TABLE (task_session_id text, tool_call_id text, complete boolean)
-LANGUAGE sql STABLE
-AS $$
-  SELECT p.task_session_id,
-         @extschema@.subagent_text_field(p.doc, 'tool_call_id'),
-         @extschema@.subagent_has_identity(p.task_session_id, p.task_id, p.doc)
-    FROM (SELECT m.task_session_id, m.task_id,
-                 @extschema@.subagent_parse_metadata_guarded(m.metadata) AS doc
-            FROM @extschema@.task_session_messages AS m
-           WHERE m.created_at >= lo AND m.created_at < hi
-             AND @extschema@.subagent_may_qualify(m.metadata)
-          OFFSET 0) AS p  -- OFFSET 0: one parse per message, not one per use of doc
-   WHERE @extschema@.subagent_qualifies(p.doc)
-$$;
-
--- The comparison of one window (above). `since` is capture_since: a message's row may have been observed
--- before the window (an earlier message of the same tool call), never before activation.
+-- The comparison of one window, as one statement: on Citus each shard compares its messages with its rows
+-- under one snapshot, so a message and the row its capture wrote in the same transaction are seen together.
+-- Keys are probed one by one through the unique key (execution 'unknown') and the index of known
+-- executions, so the cost is per key, whatever the size of its session.
 CREATE FUNCTION @extschema@.subagent_context_compare(since timestamp, lo timestamp, hi timestamp)
-RETURNS TABLE (kind text, task_session_id text, tool_call_id text)
-LANGUAGE sql STABLE
+RETURNS TABLE (kind text, task_session_id text, tool_call_id text, message_created_at timestamp)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
 AS $$
-  WITH message_keys AS MATERIALIZED (
-         SELECT k.task_session_id, k.tool_call_id, bool_or(k.complete) AS complete
-           FROM @extschema@.subagent_message_keys(lo, hi) AS k
-          GROUP BY k.task_session_id, k.tool_call_id),
-       stored AS MATERIALIZED (
-         SELECT DISTINCT r.task_session_id, r.tool_call_id
-           FROM message_keys AS k
-           JOIN @extschema@.task_session_subagents AS r
-             ON r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id
-          WHERE k.complete AND r.observed_at >= since),
-       row_keys AS MATERIALIZED (
-         SELECT DISTINCT r.task_session_id, r.tool_call_id
-           FROM @extschema@.task_session_subagents AS r
-          WHERE r.observed_at >= lo AND r.observed_at < hi)
-  (SELECT 'missing', k.task_session_id, k.tool_call_id FROM message_keys AS k WHERE k.complete
-   EXCEPT
-   SELECT 'missing', s.task_session_id, s.tool_call_id FROM stored AS s)
-  UNION ALL
-  (SELECT 'excess', r.task_session_id, r.tool_call_id FROM row_keys AS r
-   EXCEPT
-   SELECT 'excess', k.task_session_id, k.tool_call_id FROM message_keys AS k)
+BEGIN
+  -- EXECUTE: planned for the actual window (a recent one reads only the newest entries of the indexes).
+  RETURN QUERY EXECUTE $q$
+    SELECT 'missing'::text, k.task_session_id, k.call, max(k.created_at)
+      FROM (SELECT m.task_session_id, m.created_at, c.call
+              FROM @extschema@.task_session_messages AS m
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_text_field(p.doc, 'tool_call_id') AS call) AS c
+             WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+               AND @extschema@.subagent_qualifies(p.doc)
+               AND @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc)) AS k
+      LEFT JOIN LATERAL (
+             SELECT true AS found FROM @extschema@.task_session_subagents AS r
+              WHERE r.task_session_id = k.task_session_id AND r.agent_execution_id = 'unknown'
+                AND r.tool_call_id = k.call AND r.observed_at >= $1
+             UNION ALL
+             SELECT true FROM @extschema@.task_session_subagents AS r
+              WHERE r.task_session_id = k.task_session_id AND r.tool_call_id = k.call
+                AND r.agent_execution_id <> 'unknown' AND r.observed_at >= $1
+             LIMIT 1) AS f ON true
+     WHERE f.found IS NULL
+     GROUP BY k.task_session_id, k.call
+    UNION ALL
+    SELECT 'excess', r.task_session_id, r.tool_call_id, NULL
+      FROM @extschema@.task_session_subagents AS r
+     WHERE r.observed_at >= $2 AND r.observed_at < $3
+       AND NOT EXISTS (
+             SELECT 1 FROM @extschema@.task_session_messages AS m
+              CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+              WHERE m.task_session_id = r.task_session_id
+                AND m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+                AND @extschema@.subagent_qualifies(p.doc)
+                AND @extschema@.subagent_text_field(p.doc, 'tool_call_id') = r.tool_call_id)
+  $q$ USING since, lo, hi;
+END
 $$;
+
+-- Records missing keys that a comparison found (health, a reconciliation step, repair): new ones from now on,
+-- known ones confirmed now, with the newest creation time of their messages. In a stable order, so that
+-- concurrent callers never deadlock. Internal.
+CREATE FUNCTION @extschema@.subagent_context_record_missing(since timestamp, sessions text[], calls text[], instants timestamp[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  now_utc timestamp := clock_timestamp() AT TIME ZONE 'UTC';
+BEGIN
+  INSERT INTO @extschema@.subagent_context_missing_keys AS k
+    (capture_since, task_session_id, tool_call_id, message_created_at, found_at, confirmed_at)
+  SELECT DISTINCT ON (md5(u.s || E'\x1f' || u.c)) since, u.s, u.c, u.t, now_utc, now_utc
+    FROM unnest(sessions, calls, instants) AS u(s, c, t)
+   ORDER BY md5(u.s || E'\x1f' || u.c), u.t DESC
+  ON CONFLICT (capture_since, md5(task_session_id || E'\x1f' || tool_call_id)) DO UPDATE
+    SET message_created_at = greatest(k.message_created_at, EXCLUDED.message_created_at), confirmed_at = now_utc;
+END
+$$;
+
+-- The code that compares here: the installed code layer's digest (a run by other code is not trusted).
+CREATE FUNCTION @extschema@.subagent_context_method()
+RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT coalesce((SELECT i.code_digest FROM @extschema@.subagent_context_installation() AS i), 'unrecorded') $$;
 
 -- The newest completed reconciliation that health may trust: of this activation, by this code.
 CREATE FUNCTION @extschema@.subagent_context_reconciled(since timestamp, OUT id bigint, OUT started_at timestamp)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT r.id, r.started_at FROM @extschema@.subagent_context_reconciliations AS r
-   WHERE r.completed_at IS NOT NULL AND r.capture_since = since AND r.method = '@digest@'
+BEGIN
+  SELECT r.id, r.started_at INTO id, started_at
+    FROM @extschema@.subagent_context_reconciliations AS r
+   WHERE r.completed_at IS NOT NULL AND r.capture_since = since AND r.method = @extschema@.subagent_context_method()
    ORDER BY r.started_at DESC, r.id DESC
-   LIMIT 1
+   LIMIT 1;
+END
 $$;
 
--- One step: advances the reconciliation in progress by one window of at most max_messages index entries,
--- or starts one when none is in progress and the newest completed one started more than min_age ago.
--- One statement: its snapshot lasts as long as the window's parse (BENCHMARKS.md). Concurrent callers
--- do not queue: the second gets 'busy'. On a standby, or in a read-only transaction, it writes nothing
--- ('read_only'): health there reads what the primary recorded.
+-- One step: advances the reconciliation in progress by one window, or starts one when none is in progress
+-- and the newest completed one started more than subagent_context_reconcile_every() ago. `not_before`
+-- (health --full): only a run that started at or after it counts; one in progress that started before is
+-- superseded by a new one, so everything written up to that moment is compared. One statement: its
+-- snapshot lasts as long as one window. Concurrent callers do not queue: the second gets 'busy'. On a
+-- standby, or in a read-only transaction, it writes nothing ('read_only'): health there reads what the
+-- primary recorded.
 -- status: 'stepped' (more to do), 'completed' (this step finished it), 'current' (nothing to do yet),
--- 'busy', 'read_only', 'not_activated'.
+-- 'busy', 'read_only', 'not_activated'. missing: the keys recorded missing now; excess: the run's.
 CREATE FUNCTION @extschema@.subagent_context_reconcile(
-  max_messages integer DEFAULT 5000, min_age interval DEFAULT '1 hour',
+  not_before timestamp DEFAULT NULL,
   OUT status text, OUT reconciliation_id bigint, OUT started_at timestamp, OUT compared_through timestamp,
   OUT messages_compared bigint, OUT missing bigint, OUT excess bigint, OUT completed boolean)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the step within a second
 AS $$
 DECLARE
-  since timestamp := @extschema@.subagent_context_parse_key(
-                       @extschema@.subagent_context_key('subagent_context_capture_since'));
+  since timestamp := @extschema@.subagent_context_capture_since();
+  this_method text := @extschema@.subagent_context_method();
+  batch integer := @extschema@.subagent_context_batch_messages();
   run @extschema@.subagent_context_reconciliations;
   lo timestamp;
   hi timestamp;
+  last timestamp;
   n bigint;
+  found record;
   now_utc timestamp := clock_timestamp() AT TIME ZONE 'UTC';
 BEGIN
   completed := false;
@@ -109,42 +142,53 @@ BEGIN
   END IF;
 
   SELECT r.* INTO run FROM @extschema@.subagent_context_reconciliations AS r
-   WHERE r.completed_at IS NULL AND r.capture_since = since AND r.method = '@digest@'
+   WHERE r.completed_at IS NULL AND r.capture_since = since AND r.method = this_method
    ORDER BY r.id DESC LIMIT 1;
+  IF run.id IS NOT NULL AND run.started_at < not_before THEN
+    DELETE FROM @extschema@.subagent_context_reconciliations AS r WHERE r.id = run.id;  -- superseded
+    run := NULL;
+  END IF;
   IF run.id IS NULL THEN
     SELECT r.* INTO run FROM @extschema@.subagent_context_reconciliations AS r
-     WHERE r.completed_at IS NOT NULL AND r.capture_since = since AND r.method = '@digest@'
+     WHERE r.completed_at IS NOT NULL AND r.capture_since = since AND r.method = this_method
      ORDER BY r.started_at DESC, r.id DESC LIMIT 1;
-    IF run.id IS NOT NULL AND run.started_at > now_utc - min_age THEN
+    IF run.id IS NOT NULL AND (run.started_at >= not_before
+                               OR (not_before IS NULL AND run.started_at > now_utc - @extschema@.subagent_context_reconcile_every())) THEN
       status := 'current';
       completed := true;
     ELSE
       INSERT INTO @extschema@.subagent_context_reconciliations AS r
         (capture_since, started_at, method, compared_through, updated_at)
-      VALUES (since, greatest(now_utc, since), '@digest@', since, now_utc)
+      VALUES (since, greatest(now_utc, since), this_method, since, now_utc)
       RETURNING r.* INTO run;
     END IF;
   END IF;
 
   IF status IS NULL THEN
-    -- The window: from where the last step stopped to the creation time of the entry max_messages
-    -- further on (messages created at one instant are never split), or to the end of this run.
+    -- The window: from where the last step stopped over the next `batch` candidates, to the end of the
+    -- instant of the last one (messages created at one instant are never split), or to the run's end.
     lo := run.compared_through;
-    SELECT m.created_at INTO hi FROM @extschema@.task_session_messages AS m
-     WHERE m.created_at >= lo AND m.created_at < run.started_at AND @may_qualify(m.metadata)@
-     ORDER BY m.created_at OFFSET greatest(max_messages, 1) LIMIT 1;
-    IF hi = lo THEN
-      SELECT min(m.created_at) INTO hi FROM @extschema@.task_session_messages AS m
-       WHERE m.created_at > lo AND m.created_at < run.started_at AND @may_qualify(m.metadata)@;
-    END IF;
-    hi := coalesce(hi, run.started_at);
+    EXECUTE $q$
+      SELECT max(w.created_at), count(*)
+        FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
+               WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+               ORDER BY m.created_at LIMIT $3) AS w
+    $q$ INTO last, n USING lo, run.started_at, batch;
+    hi := CASE WHEN n < batch THEN run.started_at ELSE least(last + interval '1 microsecond', run.started_at) END;
 
-    INSERT INTO @extschema@.subagent_context_reconciliation_keys AS k (reconciliation_id, kind, task_session_id, tool_call_id)
-    SELECT run.id, c.kind, c.task_session_id, c.tool_call_id
-      FROM @extschema@.subagent_context_compare(since, lo, hi) AS c
+    SELECT array_agg(c.task_session_id) FILTER (WHERE c.kind = 'missing') AS sessions,
+           array_agg(c.tool_call_id) FILTER (WHERE c.kind = 'missing') AS calls,
+           array_agg(c.message_created_at) FILTER (WHERE c.kind = 'missing') AS instants,
+           array_agg(c.task_session_id) FILTER (WHERE c.kind = 'excess') AS excess_sessions,
+           array_agg(c.tool_call_id) FILTER (WHERE c.kind = 'excess') AS excess_calls
+      INTO found
+      FROM @extschema@.subagent_context_compare(since, lo, hi) AS c;
+    IF found.sessions IS NOT NULL THEN
+      PERFORM @extschema@.subagent_context_record_missing(since, found.sessions, found.calls, found.instants);
+    END IF;
+    INSERT INTO @extschema@.subagent_context_reconciliation_keys (reconciliation_id, kind, task_session_id, tool_call_id)
+    SELECT run.id, 'excess', u.s, u.c FROM unnest(found.excess_sessions, found.excess_calls) AS u(s, c)
     ON CONFLICT DO NOTHING;
-    SELECT count(*) INTO n FROM @extschema@.task_session_messages AS m
-     WHERE m.created_at >= lo AND m.created_at < hi AND @may_qualify(m.metadata)@;
 
     completed := hi >= run.started_at;
     UPDATE @extschema@.subagent_context_reconciliations AS r
@@ -154,8 +198,12 @@ BEGIN
      WHERE r.id = run.id
     RETURNING r.* INTO run;
     IF completed THEN
-      -- Only the newest completed reconciliation is read; the rest (and their keys) go.
+      -- Only the newest completed run is read; the rest (and their keys) go. So do the missing keys that
+      -- this run compared after they were last found missing and did not find again (their message no
+      -- longer qualifies, or their row exists), and those of other activations.
       DELETE FROM @extschema@.subagent_context_reconciliations AS r WHERE r.id <> run.id;
+      DELETE FROM @extschema@.subagent_context_missing_keys AS k
+       WHERE k.capture_since <> since OR k.confirmed_at < run.started_at;
     END IF;
     status := CASE WHEN completed THEN 'completed' ELSE 'stepped' END;
   END IF;
@@ -164,9 +212,9 @@ BEGIN
   started_at := run.started_at;
   compared_through := run.compared_through;
   messages_compared := run.messages_compared;
-  SELECT count(*) FILTER (WHERE k.kind = 'missing'), count(*) FILTER (WHERE k.kind = 'excess')
-    INTO missing, excess
-    FROM @extschema@.subagent_context_reconciliation_keys AS k WHERE k.reconciliation_id = run.id;
+  SELECT count(*) INTO missing FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
+  SELECT count(*) INTO excess FROM @extschema@.subagent_context_reconciliation_keys AS k
+   WHERE k.reconciliation_id = run.id AND k.kind = 'excess';
 END
 $$;
 
@@ -179,9 +227,10 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
   step record;
+  called timestamp := clock_timestamp() AT TIME ZONE 'UTC';
 BEGIN
   LOOP
-    SELECT * INTO step FROM @extschema@.subagent_context_reconcile(5000, '0');
+    SELECT * INTO step FROM @extschema@.subagent_context_reconcile(called);
     COMMIT;
     EXIT WHEN step.status IN ('completed', 'current', 'busy', 'read_only', 'not_activated');
   END LOOP;

@@ -1,9 +1,8 @@
 -- The reconciliation's record (data layer: kept across upgrades, and by pg_dump / pg_restore). Internal;
--- operators may read it (docs/health.md#reconciliation). A reconciliation compares every qualifying message
--- created since capture_since with the rows, in bounded steps (reconcile.sql), and records here what it
--- compared, up to where and when, and the (session, tool call) keys it found missing or in excess.
--- Health then re-checks the recorded missing keys and compares only what was written since the newest
--- completed reconciliation started, so its cost does not grow with history.
+-- operators may read it (docs/health.md#reconciliation).
+--
+-- A reconciliation compares every qualifying message created since capture_since with the rows, in bounded
+-- steps (reconcile.sql); one row per run says what it compared, up to where and when.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliations (
   id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   capture_since     timestamp(6) NOT NULL,  -- the activation it compared from: another key invalidates it
@@ -16,6 +15,8 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliations (
   completed_at      timestamp(6)
 );
 
+-- The excess keys a run found (rows with no qualifying message). Until 0.4.0 the missing keys were kept
+-- here too, per run; they are in subagent_context_missing_keys now.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliation_keys (
   reconciliation_id bigint NOT NULL
                     REFERENCES @extschema@.subagent_context_reconciliations (id) ON DELETE CASCADE,
@@ -29,5 +30,25 @@ CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_reconciliation_keys_key
   ON @extschema@.subagent_context_reconciliation_keys
      (reconciliation_id, kind, md5(task_session_id || E'\x1f' || tool_call_id));
 
+-- Every (session, tool call) that a comparison found without its row: health, a reconciliation step or
+-- repair. A found miss stays here until its key has a row, whatever reconciliation completes meanwhile;
+-- a completed reconciliation drops only the keys it compared after they were last seen missing and did not
+-- find missing again (their message no longer qualifies). Added in 0.4.0.
+CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_missing_keys (
+  capture_since      timestamp(6) NOT NULL,  -- the activation it was found under
+  task_session_id    text NOT NULL,
+  tool_call_id       text NOT NULL,
+  message_created_at timestamp(6) NOT NULL,  -- the newest created_at of its qualifying messages: where repair looks
+  found_at           timestamp(6) NOT NULL,
+  confirmed_at       timestamp(6) NOT NULL   -- the last time a comparison found it missing
+);
+CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_missing_keys_key
+  ON @extschema@.subagent_context_missing_keys
+     (capture_since, md5(task_session_id || E'\x1f' || tool_call_id));
+-- Repair walks them in this order.
+CREATE INDEX IF NOT EXISTS subagent_context_missing_keys_order
+  ON @extschema@.subagent_context_missing_keys (capture_since, message_created_at);
+
 REVOKE ALL ON @extschema@.subagent_context_reconciliations FROM PUBLIC;
 REVOKE ALL ON @extschema@.subagent_context_reconciliation_keys FROM PUBLIC;
+REVOKE ALL ON @extschema@.subagent_context_missing_keys FROM PUBLIC;

@@ -1,51 +1,26 @@
--- Topology check, internal, first in every install, upgrade and uninstall transaction. On a plain server or a
--- partitioned table it does nothing. On Citus (docs/citus.md), where kandev's task_session_messages is a
--- distributed table, it checks that the tables capture writes are distributed and co-located with it
--- (the trigger fires on the worker holding a message's shard and writes next to it), and refuses with
--- one sentence otherwise, before anything is changed. Then, for this transaction only:
--- - citus.multi_shard_modify_mode = 'sequential': Citus refuses a function command (CREATE FUNCTION,
---   propagated to every node) after a parallel multi-shard operation in the same transaction;
--- - citus.enable_unsafe_triggers = on: Citus refuses CREATE TRIGGER on a distributed table without it.
---   Safe here: the trigger writes only the co-located shard of the message's own task_session_id.
--- It also creates the six counter sequences (counters.sql) on every worker (Citus does not propagate
--- sequences, and the trigger advances them on the node where it fires). A table in the wrong shape is named.
-DO $topology$
+-- Where the installation runs: 'citus' (task_session_messages is a Citus distributed table), 'partitioned'
+-- (a declaratively partitioned table) or 'plain'. Public: the report asks it, to leave out what a topology
+-- cannot answer instead of answering from the wrong data; the counters ask it (stats.sql).
+--
+-- On Citus every function of the installation that reads a table is PL/pgSQL: Citus plans no query against
+-- a distributed table inside a parameterized SQL function, and PL/pgSQL plans each query with its
+-- parameters bound. The SQL functions left are pure (they run inlined, on the workers too).
+CREATE FUNCTION @extschema@.subagent_context_topology()
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
   messages regclass := '@extschema@.task_session_messages'::regclass;
-  colocation integer;
-  t text;
-  found_kind "char";
-  found_column text;
-  found_colocation integer;
+  distributed boolean := false;
 BEGIN
-  IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-    RETURN;  -- not Citus
+  IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    -- EXECUTE: the catalog exists only where Citus is installed.
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+       INTO distributed USING messages;
   END IF;
-  EXECUTE 'SELECT partmethod, column_to_column_name(logicalrelid, partkey), colocationid
-             FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1'
-     INTO found_kind, found_column, colocation USING messages;
-  IF found_kind IS NULL THEN
-    RETURN;  -- a plain (local) table on a Citus node: nothing distributed, nothing special
-  END IF;
-  IF found_kind IS DISTINCT FROM 'h' OR found_column IS DISTINCT FROM 'task_session_id' THEN
-    RAISE EXCEPTION 'subagent-context: on Citus, task_session_messages must be distributed by hash on task_session_id (it is distributed % on %); see docs/citus.md',
-      found_kind, coalesce(found_column, 'no column') USING ERRCODE = 'feature_not_supported';
-  END IF;
-  FOREACH t IN ARRAY ARRAY['task_session_subagents', 'subagent_context_failures'] LOOP
-    found_kind := NULL; found_column := NULL; found_colocation := NULL;
-    IF to_regclass(format('%s.%I', '@extschema@', t)) IS NOT NULL THEN
-      EXECUTE 'SELECT partmethod, column_to_column_name(logicalrelid, partkey), colocationid
-                 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1'
-         INTO found_kind, found_column, found_colocation USING to_regclass(format('%s.%I', '@extschema@', t));
-    END IF;
-    IF found_colocation IS DISTINCT FROM colocation OR found_column IS DISTINCT FROM 'task_session_id' THEN
-      RAISE EXCEPTION 'subagent-context: on Citus, create % distributed on task_session_id and co-located with task_session_messages before `up` (docs/citus.md, step 2); nothing was changed', t
-        USING ERRCODE = 'feature_not_supported';
-    END IF;
-  END LOOP;
-  PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
-  PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-  PERFORM run_command_on_workers(format('CREATE SEQUENCE IF NOT EXISTS %s', '@extschema@.' || s))
-     FROM unnest(@counter_sequences@) AS s;
+  RETURN CASE WHEN distributed THEN 'citus'
+              WHEN (SELECT c.relkind FROM pg_class AS c WHERE c.oid = messages) = 'p' THEN 'partitioned'
+              ELSE 'plain' END;
 END
-$topology$;
+$$;

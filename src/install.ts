@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { codeSql, dataSql, installedCode, INSTALL_LOCKS, lockHost, quoteIdent, transactionStatements, type InstalledCode } from '#sql';
+import { installedCode, installStatements, quoteIdent, type InstalledCode } from '#sql';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
 
@@ -76,8 +76,6 @@ export async function historyEstimate(client: pg.Client, schema: string): Promis
 export interface BackfillOptions {
   /** Where to show progress while it runs; shown only when it is a TTY. */
   progress?: ProgressStream;
-  /** Messages per batch (each batch is one transaction); the SQL default when absent. */
-  batchSize?: number;
 }
 
 interface BackfillStep extends BackfillResult {
@@ -101,11 +99,10 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   }
   const step = `SELECT status, more, batches::float8 AS batches, scanned::float8 AS scanned,
                        inserted::float8 AS inserted, capture_since, backfill_through, failure
-                  FROM ${quoteIdent(schema)}.subagent_context_backfill_step(${opts.batchSize === undefined ? '' : '$1'})`;
-  const values = opts.batchSize === undefined ? [] : [opts.batchSize];
+                  FROM ${quoteIdent(schema)}.subagent_context_backfill_step()`;
   try {
     for (;;) {
-      const { rows: [row] } = await client.query<BackfillStep>(step, values);
+      const { rows: [row] } = await client.query<BackfillStep>(step);
       if (row.more) {
         progress?.update(row.scanned, Math.max(total ?? 0, row.scanned));
         continue;
@@ -137,8 +134,7 @@ export async function refreshCode(client: pg.Client, schema: string): Promise<bo
   if (!code || code.current) return false;
   await client.query('BEGIN');
   try {
-    await client.query(lockHost(schema, INSTALL_LOCKS));
-    for (const statement of transactionStatements(schema, [...dataSql(schema), ...codeSql(schema)])) await client.query(statement);
+    for (const statement of installStatements(schema)) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -168,7 +164,7 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   // Health compares only what was written since the newest reconciliation: make sure one is complete
   // and recent, so that health is cheap from the start (after a first install there is nothing to compare
   // yet: one step). Run again within the hour, it finds it current and reads no history.
-  const reconciliation = result.status === 'failed' ? null : await reconcileAll(client, schema, opts.progress, '1 hour');
+  const reconciliation = result.status === 'failed' ? null : await reconcileAll(client, schema, { stream: opts.progress });
   return {
     applied: applied.map((m) => m.name),
     /** The release installed before this run (null: none), and now. */

@@ -4,7 +4,7 @@
 // rolls back, the database is read again, and one sentence says what state it is left in; exit 130.
 import pg from 'pg';
 import { safe } from './output.js';
-import { quoteIdent } from '#sql';
+import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
@@ -97,8 +97,7 @@ export async function describeInstallState(admin: pg.Client, schema: string, rer
   let keys = 0;
   if (s.has_meta) {
     const { rows } = await admin.query(
-      `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.kandev_meta
-        WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
+      `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.kandev_meta WHERE key = ANY ($1)`, [ACTIVATION_KEYS]);
     keys = rows[0].n;
   }
   if (keys === 2) {

@@ -20,18 +20,21 @@ export interface ReconcileStep {
   completed: boolean;
 }
 
-/** Messages per step: about a tenth of a second of parsing on a 2-core machine (BENCHMARKS.md). */
-export const STEP_MESSAGES = 5000;
+/** How long `health` and each metrics evaluation give the reconciliation after answering (a step started is finished). */
+export const BACKGROUND_MS = 1000;
 
 const TS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
-/** One step. `minAge`: how old the newest completed reconciliation must be before a new one starts. */
-export async function reconcileStep(client: pg.ClientBase, schema: string, minAge = '1 hour'): Promise<ReconcileStep> {
+/**
+ * One step. `notBefore` (a UTC timestamp from the server's clock): only a run that started at or after it
+ * counts; without it, a new run starts when the newest completed one is older than the configured interval.
+ */
+export async function reconcileStep(client: pg.ClientBase, schema: string, notBefore: string | null = null): Promise<ReconcileStep> {
   const { rows } = await client.query(
     `SELECT status, reconciliation_id::float8 AS reconciliation_id, to_char(started_at, ${TS}) AS started_at,
             to_char(compared_through, ${TS}) AS compared_through, messages_compared::float8 AS messages_compared,
             missing::float8 AS missing, excess::float8 AS excess, completed
-       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1, $2::interval)`, [STEP_MESSAGES, minAge]);
+       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore]);
   return rows[0] as ReconcileStep;
 }
 
@@ -39,26 +42,35 @@ export async function reconcileStep(client: pg.ClientBase, schema: string, minAg
  * Steps for at most `budgetMs` (a step started is finished): what health and the metrics exporter do
  * after answering. Stops early when there is nothing to do, or the server cannot write.
  */
-export async function reconcileFor(client: pg.ClientBase, schema: string, budgetMs: number, minAge = '1 hour'): Promise<ReconcileStep> {
+export async function reconcileFor(client: pg.ClientBase, schema: string, budgetMs = BACKGROUND_MS, stop?: AbortSignal): Promise<ReconcileStep> {
   const deadline = Date.now() + budgetMs;
-  let last = await reconcileStep(client, schema, minAge);
-  while (last.status === 'stepped' && Date.now() < deadline) last = await reconcileStep(client, schema, minAge);
+  let last = await reconcileStep(client, schema);
+  while (last.status === 'stepped' && Date.now() < deadline && !stop?.aborted) last = await reconcileStep(client, schema);
   return last;
 }
 
 /**
- * A complete reconciliation: the one in progress, else a new one when the newest completed one started
- * more than `minAge` ago ('0': now, whatever there is). Progress on `stream` when it is a terminal.
- * Returns the last step ('completed' or 'current', or why it could not: 'busy', 'read_only', 'not_activated').
+ * A complete reconciliation. `now`: one that compares everything written up to this call (a run in
+ * progress that started earlier is superseded; another session stepping it meanwhile is waited for);
+ * otherwise the one in progress, or a new one when the newest completed one is older than the configured
+ * interval. Progress on `stream` when it is a terminal. Returns the last step ('completed' or 'current', or
+ * why it could not: 'busy', 'read_only', 'not_activated').
  */
-export async function reconcileAll(client: pg.ClientBase, schema: string, stream?: ProgressStream, minAge = '0'): Promise<ReconcileStep> {
+export async function reconcileAll(client: pg.ClientBase, schema: string, opts: { stream?: ProgressStream; now?: boolean } = {}): Promise<ReconcileStep> {
+  const { stream } = opts;
   const shown = stream?.isTTY ? progressStep('reconciliation: comparing history with the rows', { stream, quiet: true }) : undefined;
   try {
+    const notBefore = opts.now
+      ? (await client.query(`SELECT (clock_timestamp() AT TIME ZONE 'UTC')::text AS now`)).rows[0].now as string : null;
     let last: ReconcileStep;
-    do {
-      last = await reconcileStep(client, schema, minAge);
-    } while (last.status === 'stepped');
-    shown?.done(last.status === 'completed'
+    for (let busy = 0; ; ) {
+      last = await reconcileStep(client, schema, notBefore);
+      if (last.status === 'stepped') continue;
+      // Another session holds the step for an instant (the exporter's background slice): wait for it, up to ~10 s.
+      if (last.status === 'busy' && opts.now && ++busy < 100) { await new Promise((r) => setTimeout(r, 100)); continue; }
+      break;
+    }
+    shown?.done(last.status === 'completed' || last.status === 'current'
       ? `${last.messages_compared ?? 0} subagent messages compared, ${last.missing ?? 0} missing` : last.status);
     return last;
   } catch (err) {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import type { EmbeddedServer } from '../demo/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
+import { HISTORY_ROWS } from '../kandev/subagent-row.js';
 import { backfill, migrate, up } from '../src/install.js';
 import { startOwnServer, urlFor } from './helpers/database.js';
 import { MIGRATIONS } from './helpers/migrations.js';
@@ -60,7 +61,7 @@ const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' 
 /** Stored rows that history does not derive, and derived rows that are not stored (both must be 0). */
 async function disagreement(c: pg.Client) {
   const { rows } = await c.query(`
-    WITH derived AS (SELECT ${DERIVED} FROM subagent_history_rows(NULL, clock_timestamp() AT TIME ZONE 'UTC')),
+    WITH derived AS (SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h),
          stored AS (SELECT ${DERIVED} FROM task_session_subagents)
     SELECT (SELECT count(*) FROM (SELECT * FROM stored EXCEPT SELECT * FROM derived) x) AS stored_not_derived,
            (SELECT count(*) FROM (SELECT * FROM derived EXCEPT SELECT * FROM stored) y) AS derived_not_stored,

@@ -102,8 +102,8 @@ describe('Ctrl-C cancels the server-side statement', () => {
     const r = await interruptWhileBlocked(['repair', '--schema', 'rp'], 'LOCK TABLE rp.task_session_subagents IN SHARE MODE');
     expect(r.code).toBe(130);
     expect(r.left).toEqual([]);
-    expect(r.stderr.trim().split('\n').at(-1)).toBe('repair stopped: the batches that had committed keep their rows, ' +
-      'the one running was rolled back; run `subagent-context repair` again to store the rest.');
+    expect(r.stderr.trim().split('\n').at(-1)).toBe('repair stopped: 0 missing rows stored and 0 failed captures replayed ' +
+      'in the batches that had committed (the one running was rolled back); run `subagent-context repair` again to do the rest.');
     expect(await count('SELECT count(*) AS n FROM rp.task_session_subagents')).toBe(before);
   });
 });

@@ -231,12 +231,12 @@ describe('a database that answers is up, whatever is installed', () => {
     expect(m.has('subagent_context_shortfall')).toBe(false);
   });
 
-  it('0.2.0 installed: its health is read, and the upgrade is asked for', async () => {
+  it('0.2.0 installed: up 1, the upgrade is asked for, no verdict this release cannot read from it', async () => {
     const m = await once('previous');
     expect(value(m, 'subagent_context_up')).toBe(1);
     expect(value(m, 'subagent_context_upgrade_required')).toBe(1);
     expect(m.get('subagent_context_info')!.metrics[0].labels!.installed_version).toBe('0.2.0');
-    expect(statusOf(m)).toBe('idle');
+    expect(m.has('subagent_context_status')).toBe(false);
   });
 
   it('the release installed now is not an upgrade', async () => {

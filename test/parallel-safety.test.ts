@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
+import { HISTORY_ROWS } from '../kandev/subagent-row.js';
 
 const db = await freshDatabase('parallel_safety', { from: 'installed' });
 
@@ -43,9 +44,7 @@ describe('catching parsers never run in a parallel plan', () => {
   it("health's comparison, history rows and the missing-keys query answer", async () => {
     expect((await c.query(`SELECT count(*)::int AS n FROM subagent_context_compare('-infinity', '-infinity', 'infinity')`)).rows[0].n)
       .toBe(0);
-    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_history_rows(NULL, now()::timestamp)`)).rows[0].n)
-      .toBe(200);
-    expect((await c.query(`SELECT count(*)::int AS n FROM subagent_message_keys('-infinity', 'infinity') WHERE complete`)).rows[0].n)
-      .toBe(200);
+    expect((await c.query(`SELECT count(*)::int AS n FROM ${HISTORY_ROWS} AS h`)).rows[0].n).toBe(200);
+    expect((await c.query(`SELECT subagent_store_history('-infinity', 'infinity', NULL, NULL, NULL) AS n`)).rows[0].n).toBe(0n);
   });
 });

@@ -25,14 +25,30 @@ async function health(schema: string) {
   return (await q(`SELECT shortfall::int, excess::int, status, reconciled_at::text FROM ${quoteIdent(schema)}.subagent_context_health()`))[0];
 }
 
-async function step(schema: string, maxMessages = 5000, minAge = '0') {
-  return (await q(`SELECT status, completed, messages_compared::int, missing::int FROM ${quoteIdent(schema)}.subagent_context_reconcile($1, $2::interval)`,
-    [maxMessages, minAge]))[0];
+/**
+ * One step, on a connection of its own: `notBefore` (health --full) makes only a run started then or later
+ * count; `batch` sets subagent_context.batch_messages for that step.
+ */
+async function step(schema: string, notBefore: string | null = null, batch?: number) {
+  const c = await db.connect();
+  try {
+    await c.query('BEGIN');
+    if (batch !== undefined) await c.query(`SELECT set_config('subagent_context.batch_messages', $1, true)`, [String(batch)]);
+    const { rows: [r] } = await c.query(
+      `SELECT status, completed, messages_compared::int, missing::int FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`,
+      [notBefore]);
+    await c.query('COMMIT');
+    return r;
+  } finally {
+    await c.end();
+  }
 }
 
-async function reconcileAll(schema: string) {
+/** A complete reconciliation of everything written up to now, as `health --full` runs it. */
+async function reconcileAll(schema: string, batch?: number) {
+  const now = await utcNow();
   let s;
-  do s = await step(schema); while (s.status === 'stepped');
+  do s = await step(schema, now, batch); while (s.status === 'stepped');
   return s;
 }
 
@@ -55,7 +71,7 @@ describe('health after up: a reconciliation is complete, and reconciled_at says 
 
   it('a step with nothing to do says current, and writes nothing', async () => {
     const before = await q(`SELECT * FROM fresh.subagent_context_reconciliations`);
-    expect(await step('fresh', 5000, '1 hour')).toMatchObject({ status: 'current', completed: true });
+    expect(await step('fresh')).toMatchObject({ status: 'current', completed: true });
     expect(await q(`SELECT * FROM fresh.subagent_context_reconciliations`)).toEqual(before);
   });
 });
@@ -73,7 +89,7 @@ describe('a miss since the last reconciliation is found by the next health', asy
   });
 
   it('repair stores it, and the shortfall is 0 at once', async () => {
-    expect(await q(`SELECT repaired::int, remaining::int FROM recent.subagent_context_repair()`)).toEqual([{ repaired: 1, remaining: 0 }]);
+    expect(await q(`SELECT repaired::int, held::int, pending::int FROM recent.subagent_context_repair()`)).toEqual([{ repaired: 1, held: 0, pending: 0 }]);
     expect(await health('recent')).toMatchObject({ shortfall: 0, status: 'healthy' });
   });
 });
@@ -132,21 +148,26 @@ describe('a reconciliation stopped part-way resumes and ends as an uninterrupted
   }
 
   it('records the same keys', async () => {
-    expect(await step('resumed', 3)).toMatchObject({ status: 'stepped' });
+    const now = await utcNow();
+    expect(await step('resumed', now, 3)).toMatchObject({ status: 'stepped' });
     // A step whose session dies before it commits: nothing of it is kept.
     const doomed = await db.connect();
     await doomed.query('BEGIN');
-    await doomed.query(`SELECT * FROM resumed.subagent_context_reconcile(3, '0')`);
+    await doomed.query(`SELECT set_config('subagent_context.batch_messages', '3', true)`);
+    await doomed.query(`SELECT * FROM resumed.subagent_context_reconcile($1::timestamp)`, [now]);
     const pid = (await doomed.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     await db.query('SELECT pg_terminate_backend($1)', [pid]);
     await doomed.end().catch(() => {});
     let s;
-    do s = await step('resumed', 3); while (s.status === 'stepped');
+    do s = await step('resumed', now, 3); while (s.status === 'stepped');
     expect(s.status).toBe('completed');
     expect(await reconcileAll('straight')).toMatchObject({ status: 'completed' });
     const keys = async (schema: string) => q(`SELECT k.kind, k.tool_call_id FROM ${quoteIdent(schema)}.subagent_context_reconciliation_keys AS k
       JOIN ${quoteIdent(schema)}.subagent_context_reconciliations AS r ON r.id = k.reconciliation_id
-     WHERE r.completed_at IS NOT NULL ORDER BY 1, 2`);
+     WHERE r.completed_at IS NOT NULL
+     UNION ALL
+     SELECT 'missing', m.tool_call_id FROM ${quoteIdent(schema)}.subagent_context_missing_keys AS m
+     ORDER BY 1, 2`);
     expect(await keys('resumed')).toEqual(await keys('straight'));
     expect(await keys('straight')).toEqual([
       { kind: 'excess', tool_call_id: 'toolu_7' },
@@ -178,7 +199,7 @@ describe('read-only: health answers from what was recorded, and the reconciliati
     await c.query('SET default_transaction_read_only = on');
     const h = (await c.query(`SELECT shortfall::int, status, reconciled_at::text FROM ro.subagent_context_health()`)).rows[0];
     expect(h).toMatchObject({ shortfall: 1, status: 'shortfall' });
-    expect((await c.query(`SELECT status FROM ro.subagent_context_reconcile(5000, '0')`)).rows[0].status).toBe('read_only');
+    expect((await c.query(`SELECT status FROM ro.subagent_context_reconcile()`)).rows[0].status).toBe('read_only');
     await c.end();
   });
 });

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { captureTrigger } from './helpers/catalog.js';
-import { codeSql } from '#sql';
+import { installStatements } from '#sql';
 import { createTurn, insertMessage, subagentMetadata, updateMessage, type Queryable } from '../kandev/host.js';
 import { utcTimestamp } from '../src/timestamp.js';
 
@@ -96,7 +96,7 @@ describe('session_replication_role = replica', () => {
   it.each([['ALWAYS', 'A'], ['REPLICA', 'R'], ['', 'O']])(
     're-applying the code layer (what an upgrade does) keeps ENABLE %s', async (mode, state) => {
       await db.query(`ALTER TABLE task_session_messages ENABLE ${mode} TRIGGER subagent_context_capture`);
-      await db.query(['BEGIN', ...codeSql('public'), 'COMMIT'].join(';\n'));
+      await db.query(['BEGIN', ...installStatements('public'), 'COMMIT'].join(';\n'));
       expect(await tgenabled()).toBe(state);
     });
 

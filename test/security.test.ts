@@ -176,8 +176,8 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
     expect(health).toEqual({ activated: true, shortfall: 0n, excess: 0n });
     const { rows: [st] } = await w.query(`SELECT attempted FROM public.subagent_context_stats()`);
     expect(st.attempted).toBe(3n);
-    const { rows: [bf] } = await w.query(`SELECT status FROM public.subagent_context_backfill()`);
-    expect(bf).toEqual({ status: 'already activated' });
+    // The backfill writes: only the installing role may call it (docs/security.md#who-may-call-what).
+    await expect(w.query(`SELECT status FROM public.subagent_context_backfill()`)).rejects.toThrow(/permission denied for function/);
 
     expect((await db.query(`SELECT name FROM ${look}.calls`)).rows).toEqual([]);
     expect((await db.query(`SELECT last_value FROM ${look}.calls_seq`)).rows[0].last_value).toBe(seqBefore);

@@ -4,7 +4,7 @@
 // under an explicit execution id, and transactions rolled back on purpose.
 //
 // Afterwards: every committed subagent call has exactly its derived row (stored rows compared with a
-// re-derivation from message history by the SQL subagent_history_rows, both directions, all derived
+// re-derivation from message history (HISTORY_ROWS), both directions, all derived
 // columns; and the key set and the final status/tokens compared with this file's own bookkeeping), no
 // message write failed, no deadlock, no capture failure, shortfall and excess 0.
 //
@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { seededRandom } from '../kandev/random.js';
+import { HISTORY_ROWS } from '../kandev/subagent-row.js';
 import { utcTimestamp } from '../src/timestamp.js';
 
 const FRAMES = Number(process.env.SOAK_FRAMES ?? 10_000);
@@ -216,7 +217,7 @@ describe(`soak: ${CONNECTIONS} connections, ${FRAMES} frames`, () => {
 
     // The stored rows and a re-derivation from message history agree exactly, in both directions.
     const { rows: [diff] } = await db.query(`
-      WITH derived AS (SELECT ${DERIVED} FROM subagent_history_rows(NULL, clock_timestamp() AT TIME ZONE 'UTC')),
+      WITH derived AS (SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h),
            stored AS (SELECT ${DERIVED} FROM task_session_subagents)
       SELECT (SELECT count(*) FROM (SELECT * FROM stored EXCEPT ALL SELECT * FROM derived) x) AS stored_not_derived,
              (SELECT count(*) FROM (SELECT * FROM derived EXCEPT ALL SELECT * FROM stored) y) AS derived_not_stored`);

@@ -21,7 +21,9 @@ async function kept(schema: string) {
   return {
     keys: await q(`SELECT key, value FROM @S.kandev_meta WHERE key LIKE 'subagent_context%' ORDER BY key`),
     rows: await q(`SELECT * FROM @S.task_session_subagents ORDER BY task_session_id, tool_call_id, agent_execution_id`),
-    failures: await q(`SELECT * FROM @S.subagent_context_failures ORDER BY id`),
+    // The columns every release has (0.4.0 added replayed_at, which an upgrade leaves NULL).
+    failures: await q(`SELECT id, occurred_at, task_session_id, tool_call_id, message_id, agent_execution_id, sqlstate, message, detail
+                         FROM @S.subagent_context_failures ORDER BY id`),
     stats: await q(`SELECT * FROM @S.subagent_context_stats()`),
   };
 }

@@ -2,11 +2,12 @@
 // permission requests, subagent calls, bulk completions, deletes, an abandoned session deleted) from 16
 // concurrent writers, capture installed vs not. Afterwards, on the capture side: no client error,
 // warning, deadlock or recorded failure; the stats identity; the stats moved by what the plan says;
-// the stored rows equal a re-derivation from the messages (subagent_history_rows).
+// the stored rows equal a re-derivation from the messages (HISTORY_ROWS).
 import type pg from 'pg';
 import { QUICK, alternate, ratios, inverse, perUnit, measure, open, setSync, type BenchCase } from '../harness.js';
 import { smallStores, benchPlan, relabel } from '../stores.js';
 import { createRows, writeSession } from '../replay.js';
+import { HISTORY_ROWS } from '../../kandev/subagent-row.js';
 
 const WRITERS = 16;
 const VARIANTS = ['off', 'on'] as const;
@@ -86,7 +87,7 @@ const kase: BenchCase = {
     const dl = (await deadlocks(urls.off)) - dl0.off + (await deadlocks(urls.on)) - dl0.on;
     const failures = Number((await one(urls.on, 'SELECT count(*)::float8 AS n FROM subagent_context_failures')).n);
     const diff = await one(urls.on, `
-      WITH derived AS (SELECT ${DERIVED} FROM subagent_history_rows(NULL, clock_timestamp() AT TIME ZONE 'UTC')),
+      WITH derived AS (SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h),
            stored AS (SELECT ${DERIVED} FROM task_session_subagents)
       SELECT (SELECT count(*) FROM (SELECT * FROM stored EXCEPT ALL SELECT * FROM derived) x)::float8 AS stored_not_derived,
              (SELECT count(*) FROM (SELECT * FROM derived EXCEPT ALL SELECT * FROM stored) y)::float8 AS derived_not_stored,

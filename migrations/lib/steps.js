@@ -2,22 +2,19 @@
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
 import {
-  codeSql, dataSql, installedCode, INSTALL_LOCKS, lockHost, quoteIdent, sqlFile, targetSchema, transactionStatements,
-  UNINSTALL_LOCKS, uninstallSql,
+  deactivateStatements, installedCode, installStatements, quoteIdent, targetSchema, uninstallStatements,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
-const queue = (pgm, schema, sqls, locks = INSTALL_LOCKS) => {
-  pgm.sql(lockHost(schema, locks));
-  for (const statement of transactionStatements(schema, sqls)) pgm.sql(statement);
+const queue = (pgm, statements) => {
+  for (const statement of statements) pgm.sql(statement);
 };
 
 const select = (pgm) => (text, values) => pgm.db.select(text, values);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
 export async function install(pgm) {
-  const schema = await targetSchema(pgm);
-  queue(pgm, schema, [...dataSql(schema), ...codeSql(schema)]);
+  queue(pgm, installStatements(await targetSchema(pgm)));
 }
 
 /**
@@ -28,7 +25,7 @@ export async function install(pgm) {
 export async function upgrade(pgm) {
   const schema = await targetSchema(pgm);
   const code = await installedCode(select(pgm), schema);
-  queue(pgm, schema, [...dataSql(schema), ...(code?.current ? [] : codeSql(schema))]);
+  queue(pgm, installStatements(schema, { code: !code?.current }));
 }
 
 /**
@@ -55,7 +52,7 @@ $activate$`);
   pgm.sql(`DO $reconcile$
 BEGIN
   IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli'
-     AND to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(integer, interval)') IS NOT NULL THEN
+     AND to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
     CALL ${quoteIdent(schema)}.subagent_context_reconcile_all();
   END IF;
 END
@@ -64,21 +61,11 @@ $reconcile$`);
 
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
 export async function uninstall(pgm) {
-  const schema = await targetSchema(pgm);
-  queue(pgm, schema, [sqlFile('topology-uninstall.sql', schema), ...uninstallSql(schema),
-    sqlFile('topology-uninstall-workers.sql', schema)], UNINSTALL_LOCKS);
+  queue(pgm, uninstallStatements(await targetSchema(pgm)));
 }
 
 export async function deactivate(pgm) {
-  const schema = await targetSchema(pgm);
-  pgm.sql(`DELETE FROM ${quoteIdent(schema)}.kandev_meta
-            WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through')`);
-  // An unfinished backfill's position goes with the keys (releases before 0.3.0 had no such table).
-  pgm.sql(`DO $deactivate$ BEGIN
-  IF to_regclass('${quoteIdent(schema)}.subagent_context_backfill_progress') IS NOT NULL THEN
-    DELETE FROM ${quoteIdent(schema)}.subagent_context_backfill_progress;
-  END IF;
-END $deactivate$`);
+  queue(pgm, deactivateStatements(await targetSchema(pgm)));
 }
 
 /** A later release's half of a pair whose going down is done by the first release's migrations. */

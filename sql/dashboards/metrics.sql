@@ -1,27 +1,17 @@
 -- What `subagent-context metrics` exports in the Prometheus text format: health as gauges (times as Unix
 -- seconds; NULL when unknown, e.g. before activation), health's one verdict (status) and the installed
--- version, and the capture counters.
--- last_message_seconds is the newest subagent message created since activation (what capture should
--- have seen; the "capture stalled while messages keep arriving" alert compares it with the newest row).
--- It reads health's partial index on task_session_messages backwards and stops at the first message that
--- qualifies.
--- reconciled_seconds is read through to_jsonb(h) so that this file also reads a health() without the
--- reconciled_at column (a release before it): NULL there, and the exporter leaves the series out.
+-- version, and the capture counters. last_message_seconds is the newest subagent message created since
+-- activation (what capture should have seen; the "capture stalled while messages keep arriving" alert
+-- compares it with the newest row). Every function here is callable with USAGE on the schema alone.
 SELECT h.activated,
        @extschema@.subagent_context_trigger_state() IS NOT NULL AS trigger_installed,
        h.trigger_enabled,
        h.shortfall, h.excess, h.failures, h.collisions,
        h.status, h.installed_version,
        extract(epoch FROM h.last_observed_at)::float8 AS last_observed_seconds,
-       extract(epoch FROM (to_jsonb(h) ->> 'reconciled_at')::timestamp)::float8 AS reconciled_seconds,
+       extract(epoch FROM h.reconciled_at)::float8 AS reconciled_seconds,
        extract(epoch FROM @extschema@.subagent_context_parse_key(h.capture_since))::float8 AS capture_since_seconds,
-       (SELECT extract(epoch FROM m.created_at)::float8
-          FROM @extschema@.task_session_messages AS m
-         WHERE m.created_at >= @extschema@.subagent_context_parse_key(h.capture_since)
-           AND @extschema@.subagent_may_qualify(m.metadata)
-           AND @extschema@.subagent_qualifies(@extschema@.subagent_parse_metadata_guarded(m.metadata))
-         ORDER BY m.created_at DESC
-         LIMIT 1) AS last_message_seconds,
+       extract(epoch FROM @extschema@.subagent_context_last_message_at())::float8 AS last_message_seconds,
        s.attempted, s.skipped_no_identity, s.persisted, s.failed, s.anomalous_value, s.unknown_execution
   FROM @extschema@.subagent_context_health() AS h,
        @extschema@.subagent_context_stats() AS s;

@@ -49,21 +49,18 @@ Examples:
         return answer(report, ctx);
       } finally {
         // Background work for the next call, after the verdict is out; its faults are not this check's.
-        if (report.health.activated && !ctx.args.full) await reconcileFor(client, ctx.schema, BACKGROUND_MS).catch(() => null);
+        if (report.health.activated && !ctx.args.full) await reconcileFor(client, ctx.schema).catch(() => null);
       }
     });
   },
 };
-
-/** How long `health` gives the reconciliation after answering. */
-const BACKGROUND_MS = 1000;
 
 async function fullReconciliation(client: Client, ctx: CommandContext): Promise<void> {
   if (!(await healthInstalled(client, ctx.schema))) return;
   const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
     describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
       'and the next `subagent-context health --full` (or the next health check) resumes it.',
-  }, () => reconcileAll(client, ctx.schema, ctx.json ? undefined : process.stderr));
+  }, () => reconcileAll(client, ctx.schema, { stream: ctx.json ? undefined : process.stderr, now: true }));
   if (last.status === 'read_only') {
     console.error('health --full: this server is read-only (a standby): it cannot run a reconciliation; the answer below is ' +
       'what the primary last recorded. Run `subagent-context health --full` against the primary.');

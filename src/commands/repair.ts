@@ -1,48 +1,49 @@
+import type pg from 'pg';
 import type { Command } from './types.js';
 import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
-import { printJson, yellow } from '../output.js';
+import { printJson, step, yellow } from '../output.js';
 
 export const repairCommand: Command = {
   name: 'repair',
-  summary: 're-derive the rows the shortfall lists as missing, from message history',
+  summary: 're-derive the rows the shortfall lists as missing, and replay failed captures, from message history',
   usage: `subagent-context repair [--database-url URL] [--schema S] [--json]
 
-Stores, for every subagent the health shortfall counts as missing, the row derived from its newest
-message (source 'backfill', under the message's metadata.agent_execution_id, else 'unknown'). Rows that exist are never touched. Then reads the
-shortfall again and says what, if anything, is still missing (see docs/health.md).
+Replays every capture failure recorded since activation (subagent_context_failures): the row is derived
+again from the message as it is now and merged into its row, as capture would have. Then stores, for every
+subagent the health shortfall counts as missing, the row derived from its newest message (source 'backfill',
+under the message's metadata.agent_execution_id, else 'unknown'). Rows of other subagents are never touched.
+In batches, each a short transaction; then reads the shortfall again and says what, if anything, is still
+missing (see docs/health.md).
 
---json prints {"repaired": N, "shortfall": M}: rows stored, and the shortfall afterwards.
+--json prints {"repaired": N, "replayed": R, "shortfall": M}: rows stored, failures replayed, and the
+shortfall afterwards.
 
 Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       await assertWritable(client);
-      // In batches, each its own short transaction, so that a live write of a key being repaired waits
-      // at most one batch (docs/reliability.md); a batch that stores nothing ends it (what is left cannot
-      // be repaired: see below).
-      const repaired = await cancelOnInterrupt(client, ctx.databaseUrl!, {
-        describe: async () => 'repair stopped: the batches that had committed keep their rows, the one running was rolled back; ' +
-          'run `subagent-context repair` again to store the rest.',
-      }, async () => {
-        let total = 0;
-        for (;;) {
-          const { rows: [batch] } = await client.query(
-            `SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM ${quoteIdent(ctx.schema)}.subagent_context_repair()`);
-          total += batch.repaired;
-          if (batch.repaired === 0 || batch.remaining === 0) return total;
-        }
-      });
+      const done = { repaired: 0, replayed: 0, held: 0, unreplayed: 0 };
+      await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: async () => `repair stopped: ${done.repaired} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
+          `${done.replayed} failed capture${done.replayed === 1 ? '' : 's'} replayed in the batches that had committed ` +
+          '(the one running was rolled back); run `subagent-context repair` again to do the rest.',
+      }, () => repair(client, ctx.schema, done, ctx.json ? undefined : process.stderr));
       const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
-      if (ctx.json) printJson({ repaired, shortfall });
+      if (ctx.json) printJson({ repaired: done.repaired, replayed: done.replayed, shortfall });
       else {
-        console.log(`repaired ${repaired} missing row${repaired === 1 ? '' : 's'}; shortfall now ${shortfall}`);
-        // A key can stay missing when a row for the same session and tool call already exists under
-        // execution 'unknown' but was observed before capture_since (a tool_call_id reused after
-        // activation): repair never touches an existing row.
+        const replayed = done.replayed ? `, replayed ${done.replayed} failed capture${done.replayed === 1 ? '' : 's'}` : '';
+        console.log(`repaired ${done.repaired} missing row${done.repaired === 1 ? '' : 's'}${replayed}; shortfall now ${shortfall}`);
+        if (done.held + done.unreplayed > 0) {
+          console.log(yellow(`${done.held + done.unreplayed} could not be written now: a transaction that is still open holds ` +
+            'their rows, or the write failed again (subagent_context_failures says why); run `subagent-context repair` again later.'));
+        }
+        // A key can stay missing when a row for the same session and tool call exists under execution
+        // 'unknown' but was observed before capture_since (a tool_call_id reused after activation): repair
+        // never touches an existing row.
         if (shortfall > 0) {
           console.log(yellow(`${shortfall} still missing: a row for the same session and tool call exists, observed ` +
             'before capture_since (a reused tool_call_id), or they were written after this repair. See docs/health.md.'));
@@ -52,3 +53,38 @@ Example:
     });
   },
 };
+
+interface Done { repaired: number; replayed: number; held: number; unreplayed: number }
+
+/** Failed captures replayed, then missing keys stored, batch after batch (each its own transaction), counting into `done`. */
+async function repair(client: pg.Client, schema: string, done: Done, stream?: NodeJS.WriteStream): Promise<void> {
+  const s = quoteIdent(schema);
+  let cursor: unknown[] = [null, null];
+  for (;;) {
+    const { rows: [b] } = await client.query(
+      `SELECT replayed::float8 AS replayed, unreplayed::float8 AS unreplayed, next_occurred_at::text, next_id::text, more
+         FROM ${s}.subagent_context_replay_failures($1::timestamp, $2::bigint)`, cursor);
+    done.replayed += b.replayed;
+    done.unreplayed += b.unreplayed;
+    if (!b.more) break;
+    cursor = [b.next_occurred_at, b.next_id];
+  }
+  const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
+  cursor = [null, null];
+  try {
+    for (;;) {
+      const { rows: [b] } = await client.query(
+        `SELECT repaired::float8 AS repaired, held::float8 AS held, pending::float8 AS pending, next_created_at::text, next_key, more
+           FROM ${s}.subagent_context_repair($1::timestamp, $2::text)`, cursor);
+      done.repaired += b.repaired;
+      done.held += b.held;
+      shown?.update(done.repaired + done.held, done.repaired + done.held + b.pending);
+      if (!b.more) break;
+      cursor = [b.next_created_at, b.next_key];
+    }
+    shown?.clear();
+  } catch (err) {
+    shown?.fail();
+    throw err;
+  }
+}

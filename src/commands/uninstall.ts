@@ -3,7 +3,7 @@ import type { Command } from './types.js';
 import { assertSchemaExists, assertWritable, UserError, withClient } from '../db.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
-import { lockHost, sqlFile, sqlStatements, transactionStatements, UNINSTALL_LOCKS, uninstallSql } from '#sql';
+import { ACTIVATION_KEYS, sqlStatements, uninstallStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 
@@ -130,7 +130,7 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
                           WHERE d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.deptype IN ('a', 'i'))
        ORDER BY 1`),
     keys: hasMeta ? await names(SQL`SELECT key AS name FROM `.append(`${quote(schema)}.kandev_meta`)
-      .append(` WHERE key IN ('subagent_context_capture_since', 'subagent_context_backfill_through') ORDER BY 1`)) : [],
+      .append(SQL` WHERE key = ANY (${ACTIVATION_KEYS}) ORDER BY 1`)) : [],
     migrations: hasMigrations ? await names(SQL`SELECT name FROM `.append(`${quote(schema)}.${MIGRATIONS_TABLE}`).append(' ORDER BY run_on, id')) : [],
     tables: await names(SQL`SELECT t AS name FROM unnest(ARRAY['task_session_subagents', 'subagent_context_failures']) AS t
        WHERE to_regclass(format('%I.%I', ${schema}::text, t)) IS NOT NULL`),
@@ -143,10 +143,7 @@ const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 async function removeCode(client: pg.Client, schema: string): Promise<void> {
   await client.query('BEGIN');
   try {
-    // Its locks first, with bounded waits (sql/lock-host.sql), as the migration's down takes them.
-    const statements = [lockHost(schema, UNINSTALL_LOCKS), ...transactionStatements(schema, [sqlFile('topology-uninstall.sql', schema),
-      ...uninstallSql(schema), sqlFile('topology-uninstall-workers.sql', schema)])];
-    for (const statement of statements) await client.query(statement);
+    for (const statement of uninstallStatements(schema)) await client.query(statement);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

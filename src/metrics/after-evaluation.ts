@@ -4,23 +4,25 @@
 // before exiting. Its errors are logged (scrubbed of secrets), never served.
 import pg from 'pg';
 import type { Evaluation, EvaluationTarget } from './evaluate.js';
-import { reconcileStep, type ReconcileStep } from '../reconcile.js';
+import { quoteIdent } from '#sql';
+import { reconcileFor, type ReconcileStep } from '../reconcile.js';
 
 export interface AfterEvaluationContext extends EvaluationTarget {
   /** Aborted when the exporter stops: stop early, leave nothing running. */
   signal: AbortSignal;
 }
 
-/** How long one evaluation's follow-up may give the reconciliation (steps started are finished). */
-export const RECONCILE_BUDGET_MS = 1000;
+/** Schemas whose reconciliation this process's role may not advance: said once, then not tried again. */
+const notPermitted = new Set<string>();
 
 /**
- * Gives the reconciliation up to RECONCILE_BUDGET_MS of steps, on a connection of its own, when the
+ * Gives the reconciliation the background budget of health (reconcileFor), on a connection of its own, when the
  * installation is activated and current (an older release has no reconciliation to advance). A standby
  * answers 'read_only' at once and nothing is written.
  */
 export async function afterEvaluation(evaluation: Evaluation, context: AfterEvaluationContext): Promise<ReconcileStep | null> {
-  if (!evaluation.up || evaluation.upgradeRequired !== false || evaluation.row?.activated !== true || context.signal.aborted) return null;
+  if (!evaluation.up || evaluation.upgradeRequired !== false || evaluation.row?.activated !== true || context.signal.aborted
+      || notPermitted.has(context.schema)) return null;
   const client = new pg.Client({ connectionString: context.databaseUrl, application_name: 'subagent-context metrics (reconciliation)' });
   client.on('error', () => {});  // a dropped connection surfaces on the next query, which fails the step
   const stop = () => { void client.end().catch(() => {}); };
@@ -28,10 +30,13 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
   try {
     await client.connect();
     await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${context.timeoutMs}ms`]);
-    const deadline = Date.now() + RECONCILE_BUDGET_MS;
-    let last = await reconcileStep(client, context.schema);
-    while (last.status === 'stepped' && Date.now() < deadline && !context.signal.aborted) last = await reconcileStep(client, context.schema);
-    return last;
+    return await reconcileFor(client, context.schema, undefined, context.signal);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    notPermitted.add(context.schema);
+    throw new Error('this role may not advance the reconciliation, so health reads what was written since the last one ' +
+      `another role completed; to let the exporter keep it current: GRANT EXECUTE ON FUNCTION ${quoteIdent(context.schema)}` +
+      '.subagent_context_reconcile(timestamp) TO <this role> (docs/security.md#a-dashboard-role). Not tried again.', { cause: err });
   } finally {
     context.signal.removeEventListener('abort', stop);
     await client.end().catch(() => {});

@@ -146,7 +146,7 @@ describe('a missed subagent beside a standing excess', async () => {
     const before = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, shortfall: 0 });
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0 });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
     const [{ id, ...repaired }] = after.filter((row) => row.tool_call_id === 'toolu_missed');

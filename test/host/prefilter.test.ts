@@ -1,8 +1,13 @@
-// The prefilter is written once (MAY_QUALIFY in sql/loader.js) and rendered into the trigger's WHEN
-// clause, health's partial index on task_session_messages and subagent_may_qualify(), which the history
-// paths call. Pin the three together input by input, pin what the filter lets through (the literal
-// subagent_task, one pass), and pin that an escaped spelling is no subagent write on any path.
+// The prefilter is defined once (MAY_QUALIFY in sql/loader.js) and spelled out where an expression must
+// stand alone: the trigger's WHEN clause, health's partial index on task_session_messages and
+// subagent_may_qualify(), which every other path calls. Pin every spelling in sql/ to the definition, the
+// three together input by input, what the filter lets through (the literal subagent_task, one pass), and
+// that an escaped spelling is no subagent write on any path.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { HEALTH_INDEX, MAY_QUALIFY } from '#sql';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { freshDatabase } from '../helpers/database.js';
 
 const db = await freshDatabase('prefilter', { from: 'installed' });
@@ -21,6 +26,30 @@ const CORPUS = [
 ];
 
 describe('the non-subagent fast path', () => {
+  it('every SQL file spells the prefilter and health\'s index as sql/loader.js defines them', () => {
+    const dir = join(PACKAGE_ROOT, 'sql');
+    const spelled = readdirSync(dir).filter((f) => f.endsWith('.sql')).flatMap((f) => {
+      const text = readFileSync(join(dir, f), 'utf8');
+      return [
+        ...[...text.matchAll(/strpos\(([^,()]+), '{1,2}subagent_task'{1,2}\) > 0/g)].map((m) => [f, m[0].replaceAll("''", "'"), MAY_QUALIFY(m[1]!)]),
+        ...[...text.matchAll(/subagent-context: prefilter [0-9a-f]+/g)].map((m) => [f, m[0], HEALTH_INDEX.comment]),
+        // (in a string literal, as message-index-partitioned.sql formats it, its quotes are doubled)
+        ...[...text.matchAll(/\(created_at\) WHERE [^\n;]*?> 0/g)].map((m) => [f, m[0].replaceAll("''", "'"), HEALTH_INDEX.definition]),
+      ];
+    });
+    expect(spelled.filter(([, found, defined]) => found !== defined)).toEqual([]);
+    // Where each must be: the WHEN clause, the function, both index files (definition and comment).
+    const files = (want: string) => [...new Set(spelled.filter(([, found]) => found === want).map(([f]) => f))].sort();
+    expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['capture.sql']);
+    expect(files(MAY_QUALIFY('metadata'))).toEqual(['derive.sql', 'message-index-partitioned.sql', 'message-index.sql']);
+    expect(files(HEALTH_INDEX.comment)).toEqual(['message-index-partitioned.sql', 'message-index.sql']);
+    // No other spelling of the literal anywhere in sql/: every other path calls subagent_may_qualify().
+    const others = readdirSync(dir).filter((f) => f.endsWith('.sql'))
+      .flatMap((f) => (readFileSync(join(dir, f), 'utf8').match(/strpos\([^)]*subagent_task[^)]*\)[^\n]*/g) ?? []).map((l) => `${f}: ${l}`))
+      .filter((l) => !/strpos\([^,()]+, '{1,2}subagent_task'{1,2}\) > 0/.test(l));
+    expect(others).toEqual([]);
+  });
+
   it('the WHEN clause lets through exactly what subagent_may_qualify() does', async () => {
     const { rows: [trigger] } = await db.query(
       `SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgname = 'subagent_context_capture'`);
@@ -76,8 +105,9 @@ describe('the non-subagent fast path', () => {
     const health = (await db.query(`SELECT shortfall::int, excess::int FROM subagent_context_health()`)).rows[0];
     expect(health).toEqual({ shortfall: 0, excess: 0 });
     expect((await db.query(`SELECT repaired::int FROM subagent_context_repair()`)).rows[0].repaired).toBe(0);
-    // The history scan (backfill) passes it by: subagent_history_rows reads the same filter.
-    expect((await db.query(`SELECT count(*)::int AS n FROM subagent_history_rows(NULL, now()::timestamp) WHERE tool_call_id = 'toolu_escaped'`)).rows[0].n).toBe(0);
+    // The history walk (backfill) passes it by: subagent_store_history reads the same filter.
+    await db.query(`SELECT subagent_store_history('-infinity', 'infinity', NULL, NULL, NULL)`);
+    expect((await db.query(`SELECT count(*)::int AS n FROM task_session_subagents WHERE tool_call_id = 'toolu_escaped'`)).rows[0].n).toBe(0);
   });
 
   it('a non-subagent write leaves the stats and the table alone', async () => {

@@ -1,0 +1,32 @@
+-- The tunables: each is read here, once, with its default and its bounds (docs/health.md#tuning). An
+-- operator may set one per database or role (ALTER DATABASE kandev SET subagent_context.batch_messages =
+-- 2000) or per transaction (SET LOCAL); a value out of bounds is refused in one sentence. Internal.
+
+CREATE FUNCTION @extschema@.subagent_context_setting(name text, fallback integer, lowest integer, highest integer)
+RETURNS integer LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  given text := nullif(btrim(current_setting('subagent_context.' || name, true)), '');
+BEGIN
+  IF given IS NULL THEN
+    RETURN fallback;
+  ELSIF given !~ '^[0-9]{1,9}$' OR given::integer NOT BETWEEN lowest AND highest THEN
+    RAISE EXCEPTION 'subagent-context: subagent_context.% must be a whole number from % to %, got "%"',
+      name, lowest, highest, left(given, 40) USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN given::integer;
+END
+$$;
+
+-- Messages per step of the backfill, the reconciliation and repair (and missing keys per repair batch):
+-- each step is one short transaction, so this bounds how long a step holds a snapshot and how long a live
+-- write of a row the step stores waits for its commit.
+CREATE FUNCTION @extschema@.subagent_context_batch_messages()
+RETURNS integer LANGUAGE sql STABLE
+AS $$ SELECT @extschema@.subagent_context_setting('batch_messages', 5000, 1, 50000) $$;
+
+-- Minutes between reconciliations: a new one starts when the newest completed one started longer ago.
+CREATE FUNCTION @extschema@.subagent_context_reconcile_every()
+RETURNS interval LANGUAGE sql STABLE
+AS $$ SELECT make_interval(mins => @extschema@.subagent_context_setting('reconcile_minutes', 60, 1, 10080)) $$;
