@@ -135,7 +135,7 @@ export function uninstallSql(schema) {
 
 /**
  * The installed code layer: { version, code_digest, server_major, current } or null when there is none.
- * current: it is this package's code, built for this server major (else the code layer must be applied).
+ * current: it is this package's release and code, built for this server major (else the code layer must be applied).
  * `select(text, values)` returns rows: node-pg-migrate's pgm.db.select, or a pg client wrapped.
  */
 export async function installedCode(select, schema) {
@@ -148,7 +148,8 @@ export async function installedCode(select, schema) {
     return health ? { version: '0.1.0', code_digest: null, server_major: null, current: false } : null;
   }
   const [row] = await select(`SELECT version, code_digest, server_major FROM ${quoteIdent(schema)}.subagent_context_installation()`);
-  return { ...row, current: row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
+  // A release that changes no SQL still records its own version (what health and the upgrade window compare).
+  return { ...row, current: row.version === PACKAGE_VERSION && row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 
 /**

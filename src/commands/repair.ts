@@ -3,6 +3,7 @@ import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
+import { sameRelease } from '../installed.js';
 import { printJson, yellow } from '../output.js';
 
 export const repairCommand: Command = {
@@ -20,6 +21,7 @@ Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await sameRelease(client, ctx.schema);
       await assertWritable(client);
       // In batches, each its own short transaction, so that a live write of a key being repaired waits
       // at most one batch (docs/reliability.md); a batch that stores nothing ends it (what is left cannot
