@@ -60,12 +60,13 @@ export async function readStats(client: pg.ClientBase, schema: string): Promise<
 }
 
 /**
- * What `health` answers about: the schema must exist and hold this release or none. Another release is
- * one sentence (the gate, src/installed.ts); null when nothing is installed.
+ * What `health` answers about: this release's installation, or null when the schema (which must exist)
+ * holds none. Another release is one sentence (the gate, src/installed.ts).
  */
 export async function healthTarget(client: pg.Client, schema: string): Promise<InstalledCode | null> {
-  await assertSchemaExists(client, schema);
-  return sameRelease(client, schema);
+  const code = await sameRelease(client, schema);
+  if (!code) await assertSchemaExists(client, schema);
+  return code;
 }
 
 /**
