@@ -134,7 +134,8 @@ export function uninstallSql(schema) {
 }
 
 /**
- * The installed code layer: { version, code_digest, server_major, current } or null when there is none.
+ * The installed code layer: { version, code_digest, server_major, health, current } or null when there is none.
+ * health: subagent_context_health() is there (a removal by hand that stopped halfway may have dropped it).
  * current: it is this package's release and code, built for this server major (else the code layer must be applied).
  * `select(text, values)` returns rows: node-pg-migrate's pgm.db.select, or a pg client wrapped.
  */
@@ -145,11 +146,12 @@ export async function installedCode(select, schema) {
             current_setting('server_version_num')::int / 10000 AS major`, [schema]);
   if (!fn) {
     // 0.1.0 recorded nothing; its health function is how it is recognised.
-    return health ? { version: '0.1.0', code_digest: null, server_major: null, current: false } : null;
+    return health ? { version: '0.1.0', code_digest: null, server_major: null, health: true, current: false } : null;
   }
   const [row] = await select(`SELECT version, code_digest, server_major FROM ${quoteIdent(schema)}.subagent_context_installation()`);
   // A release that changes no SQL still records its own version (what health and the upgrade window compare).
-  return { ...row, current: row.version === PACKAGE_VERSION && row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
+  return { ...row, health: Boolean(health),
+    current: row.version === PACKAGE_VERSION && row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 
 /**

@@ -76,9 +76,9 @@ export async function healthTarget(client: pg.Client, schema: string): Promise<I
  */
 export async function healthReport(client: pg.Client, schema: string, installed?: InstalledCode | null): Promise<HealthReport> {
   const code = installed === undefined ? await healthTarget(client, schema) : installed;
-  if (!code) {
-    // Without the code there is no SQL verdict to read: a trigger left behind (a partial removal) is
-    // named as such, anything else is not installed.
+  if (!code?.health) {
+    // Without the health function there is no SQL verdict to read: a trigger left behind (a partial
+    // removal) is named as such, anything else is not installed.
     const status = (await captureTriggerExists(client, schema)) ? 'trigger_orphaned' : 'not_installed';
     return { status, exitCode: exitCodeFor(status), stats: null, upgradeAvailable: false, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,

@@ -46,7 +46,7 @@ Examples:
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       const installed = await healthTarget(client, ctx.schema).catch((err) => otherRelease(err, ctx));
-      if (ctx.args.full && installed) await fullReconciliation(client, ctx);
+      if (ctx.args.full && installed?.health) await fullReconciliation(client, ctx);
       const report = await healthReport(client, ctx.schema, installed);
       try {
         return answer(report, ctx);
