@@ -15,6 +15,8 @@ export interface InstalledCode {
   version: string;
   code_digest: string | null;
   server_major: number | null;
+  /** subagent_context_health() is there to ask (a removal by hand that stopped halfway may have dropped it). */
+  health: boolean;
   /** This package's code, built for this server major. */
   current: boolean;
 }

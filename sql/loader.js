@@ -134,8 +134,9 @@ export function uninstallStatements(schema) {
 }
 
 /**
- * The installed code layer: { version, code_digest, server_major, current } or null when there is none.
- * current: it is this package's code, built for this server major (else the code layer must be applied).
+ * The installed code layer: { version, code_digest, server_major, health, current } or null when there is none.
+ * health: subagent_context_health() is there (a removal by hand that stopped halfway may have dropped it).
+ * current: it is this package's release and code, built for this server major (else the code layer must be applied).
  * `select(text, values)` returns rows: node-pg-migrate's pgm.db.select, or a pg client wrapped.
  */
 export async function installedCode(select, schema) {
@@ -145,12 +146,14 @@ export async function installedCode(select, schema) {
             current_setting('server_version_num')::int / 10000 AS major`, [schema]);
   if (!fn) {
     // 0.1.0 recorded nothing; its health function is how it is recognised.
-    return health ? { version: '0.1.0', code_digest: null, server_major: null, current: false } : null;
+    return health ? { version: '0.1.0', code_digest: null, server_major: null, health: true, current: false } : null;
   }
   const [row] = await select(`SELECT version, code_digest, server_major FROM ${quoteIdent(schema)}.subagent_context_installation()`);
   // Code applied by hand (psql) records nothing: what it is cannot be told, so `up` applies it again.
-  if (!row) return { version: 'unknown', code_digest: null, server_major: null, current: false };
-  return { ...row, current: row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
+  if (!row) return { version: 'unknown', code_digest: null, server_major: null, health: Boolean(health), current: false };
+  // A release that changes no SQL still records its own version (what health and the upgrade window compare).
+  return { ...row, health: Boolean(health),
+    current: row.version === PACKAGE_VERSION && row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 
 /**

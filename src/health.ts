@@ -1,9 +1,9 @@
-// Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql).
+// Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql), read through the same
+// files as the report, the metrics and Grafana (sql/dashboards/health.sql, stats.sql).
 import type pg from 'pg';
-import { PACKAGE_VERSION, quoteIdent } from '#sql';
-import { assertSchemaExists, captureTriggerExists, UserError } from './db.js';
-import { readInstalledCode } from './install.js';
-import { SQL } from 'sql-template-strings';
+import { assertSchemaExists, captureTriggerExists } from './db.js';
+import { readDashboard } from './dashboards.js';
+import { sameRelease, type InstalledCode } from './installed.js';
 import { exitCodeFor, type HealthStatus } from './status.js';
 
 export interface Health {
@@ -45,43 +45,38 @@ export interface HealthReport {
   exitCode: 0 | 1 | 2;
   health: Health;
   stats: Stats | null;
-  /** The package is newer than the installation (or built for another server major): run `up`. */
+  /** `up` has work to do: the code was built for another server major, or by another build of this release. */
   upgradeAvailable: boolean;
 }
 
-export async function readHealth(client: pg.Client, schema: string): Promise<Health> {
-  const { rows } = await client.query(
-    `SELECT activated, capture_since, backfill_through, shortfall::float8 AS shortfall, excess::float8 AS excess,
-            to_char(last_observed_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_observed_at,
-            trigger_enabled, failures::float8 AS failures, collisions::float8 AS collisions,
-            status, installed_version, to_char(reconciled_at, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS reconciled_at
-       FROM ${quoteIdent(schema)}.subagent_context_health()`);
-  return rows[0] as Health;
+/** Health's row, as the report, the metrics and Grafana read it (sql/dashboards/health.sql). */
+export async function readHealth(client: pg.ClientBase, schema: string): Promise<Health> {
+  return (await readDashboard(client, schema, 'dashboards/health.sql'))[0] as unknown as Health;
 }
 
-export async function readStats(client: pg.Client, schema: string): Promise<Stats> {
-  const { rows } = await client.query(
-    `SELECT attempted::float8 AS attempted, skipped_no_identity::float8 AS skipped_no_identity,
-            persisted::float8 AS persisted, failed::float8 AS failed,
-            anomalous_value::float8 AS anomalous_value, unknown_execution::float8 AS unknown_execution
-       FROM ${quoteIdent(schema)}.subagent_context_stats()`);
-  return rows[0] as Stats;
-}
-
-/** Is subagent_context_health() there to ask? (False before `up`, or in another schema.) */
-export async function healthInstalled(client: pg.Client, schema: string): Promise<boolean> {
-  const { rows } = await client.query(
-    SQL`SELECT to_regprocedure(format('%I.subagent_context_health()', ${schema}::text)) IS NOT NULL AS installed`);
-  return rows[0].installed;
+/** The capture counters, as the report and Grafana read them (sql/dashboards/stats.sql). */
+export async function readStats(client: pg.ClientBase, schema: string): Promise<Stats> {
+  return (await readDashboard(client, schema, 'dashboards/stats.sql'))[0] as unknown as Stats;
 }
 
 /**
- * Health as every surface shows it: the SQL verdict, its exit status, the counters, and whether the
- * package is newer than the installation. A schema without an installation is `not_installed`.
+ * What `health` answers about: this release's installation, or null when the schema (which must exist)
+ * holds none. Another release is one sentence (the gate, src/installed.ts).
  */
-export async function healthReport(client: pg.Client, schema: string): Promise<HealthReport> {
-  await assertSchemaExists(client, schema);
-  if (!(await healthInstalled(client, schema))) {
+export async function healthTarget(client: pg.Client, schema: string): Promise<InstalledCode | null> {
+  const code = await sameRelease(client, schema);
+  if (!code) await assertSchemaExists(client, schema);
+  return code;
+}
+
+/**
+ * Health as every surface shows it: the SQL verdict, its exit status, the counters, and whether `up` has
+ * work to do (another server major, or another build of this release). A schema without an installation
+ * is `not_installed`. `installed`: what healthTarget() returned, when the caller already asked.
+ */
+export async function healthReport(client: pg.Client, schema: string, installed?: InstalledCode | null): Promise<HealthReport> {
+  const code = installed === undefined ? await healthTarget(client, schema) : installed;
+  if (!code?.health) {
     // Without the health function there is no SQL verdict to read: a trigger left behind (a partial
     // removal) is named as such, anything else is not installed.
     const status = (await captureTriggerExists(client, schema)) ? 'trigger_orphaned' : 'not_installed';
@@ -90,14 +85,8 @@ export async function healthReport(client: pg.Client, schema: string): Promise<H
       last_observed_at: null, trigger_enabled: status === 'trigger_orphaned', failures: null, collisions: null,
       status, installed_version: null, reconciled_at: null } };
   }
-  const code = await readInstalledCode(client, schema);
-  if (code && code.code_digest === null) {
-    // 0.1.0's health function has neither `status` nor `installed_version`: say what to do instead.
-    throw new UserError(`subagent-context ${code.version} is installed in schema "${schema}"; this is ${PACKAGE_VERSION}. ` +
-      'Run `subagent-context up` to upgrade it in place (docs/upgrade.md).');
-  }
   const health = await readHealth(client, schema);
   // A trigger left without its tables may be without its counters too: nothing more to read.
   const stats = health.status === 'trigger_orphaned' ? null : await readStats(client, schema);
-  return { status: health.status, exitCode: exitCodeFor(health.status), health, stats, upgradeAvailable: !code?.current };
+  return { status: health.status, exitCode: exitCodeFor(health.status), health, stats, upgradeAvailable: !code.current };
 }

@@ -3,7 +3,8 @@
 import type pg from 'pg';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
-import { installedCode, installStatements, quoteIdent, type InstalledCode } from '#sql';
+import { installStatements, quoteIdent } from '#sql';
+import { readInstalled as readInstalledCode } from './installed.js';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
 
@@ -118,10 +119,8 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   }
 }
 
-/** The installed code layer (sql/installation.sql), or null when nothing is installed in `schema`. */
-export async function readInstalledCode(client: pg.ClientBase, schema: string): Promise<InstalledCode | null> {
-  return installedCode(async (text, values) => (await client.query(text, values as unknown[])).rows, schema);
-}
+/** The installed code layer (sql/installation.sql), or null when nothing is installed in `schema` (src/installed.ts). */
+export { readInstalledCode };
 
 /**
  * Applies the data and code layers when the installed code is not this package's or was built for another
@@ -158,7 +157,7 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   } finally {
     await client.query('RESET subagent_context.backfill_by').catch(() => {});
   }
-  const refreshed = await refreshCode(client, schema);
+  await refreshCode(client, schema);
   const after = await readInstalledCode(client, schema);
   const result = await backfill(client, schema, opts);
   // Health compares only what was written since the newest reconciliation: make sure one is complete
@@ -168,7 +167,7 @@ export async function up(client: pg.Client, schema: string, opts: BackfillOption
   return {
     applied: applied.map((m) => m.name),
     /** The release installed before this run (null: none), and now. */
-    upgraded: before && (before.code_digest !== after?.code_digest || refreshed)
+    upgraded: before && !before.current
       ? { from: before.version, to: after!.version, server_major: after!.server_major } : null,
     backfill: result,
     reconciliation,

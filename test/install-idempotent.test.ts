@@ -7,7 +7,7 @@ import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { MIGRATIONS, NODE_PG_MIGRATE } from './helpers/migrations.js';
-import { installationShape } from './helpers/shape.js';
+import { installationShape } from './helpers/catalog.js';
 
 const run = promisify(execFile);
 const db = await freshDatabase('install_idempotent');
@@ -30,8 +30,8 @@ async function seedHistory(schema: string) {
   return t;
 }
 
-/** Everything an installation owns in a schema, as one comparable value; `normalized` hides the schema name. */
-const installed = (schema: string, normalized = false) => installationShape(db.pool, schema, normalized);
+/** Everything an installation owns in a schema, as one comparable value (the schema's name hidden). */
+const installed = (schema: string) => installationShape(db.pool, schema);
 
 /** The data an installation writes: activation keys (byte for byte), rows, failures, stats, migrations run. */
 async function data(schema: string) {
@@ -98,7 +98,7 @@ describe('subagent-context up', () => {
       expect(await installed('public')).toEqual(definitions);
       expect(await data('public')).toEqual(before);
     }
-    reference = await installed('public', true);
+    reference = await installed('public');
   });
 
   it('installs into a non-public schema, independent of public', async () => {
@@ -115,7 +115,7 @@ describe('subagent-context up', () => {
     expect(await installed('tenant_up')).toEqual(definitions);
     expect(await data('tenant_up')).toEqual(before);
     // Same installation as public's, name for name; and public saw none of this schema's writes.
-    expect(await installed('tenant_up', true)).toEqual(reference);
+    expect(await installed('tenant_up')).toEqual(reference);
     const publicAfter = await data('public');
     expect({ ...publicAfter, stats: null }).toEqual({ ...publicBefore, stats: null });
   });
@@ -138,7 +138,7 @@ describe('plain node-pg-migrate up', () => {
     expect(await data(schema)).toEqual(before);
 
     // Both ways install exactly the same thing.
-    expect(await installed(schema, true)).toEqual(reference);
+    expect(await installed(schema)).toEqual(reference);
     // And `subagent-context up` over a node-pg-migrate installation is a no-op too.
     const up = await db.up(schema);
     expect([up.applied, up.backfill.status]).toEqual([[], 'already activated']);

@@ -10,7 +10,7 @@ import { createKandevSubagentTable, createTurn, insertMessage, subagentMetadata,
 import { uninstallCommand } from '../src/commands/uninstall.js';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE, PACKAGE_ROOT } from '../src/paths.js';
 import { quoteIdent } from '#sql';
-import { installationShape } from './helpers/shape.js';
+import { installationShape } from './helpers/catalog.js';
 import { MIGRATIONS } from './helpers/migrations.js';
 import { builtCli, runCli } from './helpers/cli.js';
 

@@ -3,6 +3,7 @@ import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
 import { printJson, keyValues, safe } from '../output.js';
+import { sameRelease } from '../installed.js';
 
 export const backfillCommand: Command = {
   name: 'backfill',
@@ -17,6 +18,7 @@ Example:
   subagent-context backfill --database-url postgres://kandev@db/kandev`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await sameRelease(client, ctx.schema);
       await assertWritable(client);
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context backfill'),

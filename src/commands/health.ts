@@ -1,6 +1,7 @@
 import type { Command, CommandContext } from './types.js';
 import { withClient, type Client } from '../db.js';
-import { healthInstalled, healthReport, type HealthReport } from '../health.js';
+import { healthReport, healthTarget, type HealthReport } from '../health.js';
+import { OtherRelease } from '../installed.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { reconcileAll, reconcileFor } from '../reconcile.js';
 import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
@@ -26,7 +27,8 @@ Exit status:
   0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
   1  shortfall: a subagent message since activation has no row; run \`subagent-context repair\`
   2  not installed, not activated, or the capture trigger is missing or disabled
-  3  could not check: unreachable, login refused, missing privilege, bad arguments (never 0, 1 or 2)
+  3  could not check: unreachable, login refused, missing privilege, bad arguments, or another release
+     is installed (run \`subagent-context up\`; --json: status upgrade_required); never 0, 1 or 2
 
 The status word is subagent_context_health()'s status column, the one verdict that the report, the
 metrics and the dashboard also show: ${HEALTH_STATUSES.join(', ')}.
@@ -43,8 +45,9 @@ Examples:
   options: { full: { type: 'boolean' } },
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
-      if (ctx.args.full) await fullReconciliation(client, ctx);
-      const report = await healthReport(client, ctx.schema);
+      const installed = await healthTarget(client, ctx.schema).catch((err) => otherRelease(err, ctx));
+      if (ctx.args.full && installed?.health) await fullReconciliation(client, ctx);
+      const report = await healthReport(client, ctx.schema, installed);
       try {
         return answer(report, ctx);
       } finally {
@@ -55,8 +58,19 @@ Examples:
   },
 };
 
+/**
+ * Another release installed (the upgrade window, docs/upgrade.md): --json still prints one object, with
+ * the status `upgrade_required`; the sentence goes to stderr and the exit status is 3, as for any check
+ * that could not be made.
+ */
+function otherRelease(err: unknown, ctx: CommandContext): never {
+  if (err instanceof OtherRelease && ctx.json) {
+    printJson({ status: 'upgrade_required', installed_version: err.installed, package_version: PACKAGE_VERSION, error: err.message });
+  }
+  throw err;
+}
+
 async function fullReconciliation(client: Client, ctx: CommandContext): Promise<void> {
-  if (!(await healthInstalled(client, ctx.schema))) return;
   const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
     describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
       'and the next `subagent-context health --full` (or the next health check) resumes it.',
@@ -99,7 +113,7 @@ function answer(report: HealthReport, ctx: CommandContext): number {
       : `${safe(health.reconciled_at)} (history before it compared then; only later writes compared now)`],
     ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
     ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
-      (report.upgradeAvailable ? ': the package is newer than the installation, run `subagent-context up`' : '')],
+      (report.upgradeAvailable ? ': the code installed is another build of this release or for another PostgreSQL major, run `subagent-context up`' : '')],
     ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
   ]));
   return exitCode;

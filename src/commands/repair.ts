@@ -4,6 +4,7 @@ import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
+import { sameRelease } from '../installed.js';
 import { printJson, step, yellow } from '../output.js';
 
 export const repairCommand: Command = {
@@ -25,6 +26,7 @@ Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      await sameRelease(client, ctx.schema);
       await assertWritable(client);
       const done = { repaired: 0, replayed: 0, held: 0, unreplayed: 0 };
       await cancelOnInterrupt(client, ctx.databaseUrl!, {

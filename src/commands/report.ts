@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { withClient, UserError, assertSchemaExists } from '../db.js';
 import { readReport, renderText, renderHtml, reportJson, parseWindow, futureWindowWarning, statementTimeout, DEFAULT_STATEMENT_TIMEOUT } from '../report/index.js';
 import { bold, dim, terminalWidth } from '../output.js';
+import { sameRelease } from '../installed.js';
 
 /** The host as the operator named it in the URL (no credentials); undefined for a socket or no URL. */
 function urlHost(url: string | undefined): string | undefined {
@@ -59,6 +60,7 @@ Examples:
     statementTimeout(timeoutFlag, '0');  // a bad value is a usage error before connecting
     return withClient(ctx.databaseUrl, async (client) => {
       await assertSchemaExists(client, ctx.schema);
+      await sameRelease(client, ctx.schema);
       const report = await readReport(client, ctx.schema, { window, host: urlHost(ctx.databaseUrl), statementTimeout: timeoutFlag });
       // An empty report of a window that has not begun says why it is empty.
       const future = report.overview.subagents === 0 ? futureWindowWarning(window) : null;

@@ -6,6 +6,7 @@ import { MIGRATIONS_TABLE } from '../paths.js';
 import { ACTIVATION_KEYS, sqlStatements, uninstallStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
+import { sameRelease } from '../installed.js';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
@@ -25,6 +26,8 @@ Example:
     return withClient(ctx.databaseUrl, async (client) => {
       await assertWritable(client);
       await assertSchemaExists(client, ctx.schema);
+      // Any earlier release's installation is removed; a newer one's is left to its own release, which knows its objects.
+      await sameRelease(client, ctx.schema, 'older');
       const before = await inventory(client, ctx.schema);
       const dropData = Boolean(ctx.args['drop-data']);
       if (isEmpty(before) && !(dropData && before.tables.length > 0)) {

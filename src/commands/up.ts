@@ -4,6 +4,7 @@ import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
 import { printJson, green, safe, yellow } from '../output.js';
 import { backfillSummary } from './backfill.js';
+import { sameRelease } from '../installed.js';
 
 export const upCommand: Command = {
   name: 'up',
@@ -21,6 +22,8 @@ Examples:
   DATABASE_URL=postgres://kandev@db/kandev subagent-context up --schema tenant_a`,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
+      // Any earlier release is upgraded in place; a newer one is refused in one sentence, before anything is written.
+      await sameRelease(client, ctx.schema, 'older');
       await assertWritable(client);
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),

@@ -5,7 +5,7 @@ import { connect as netConnect } from 'node:net';
 import pg from 'pg';
 import { sqlFile } from '#sql';
 import { assertSchemaExists, captureTriggerExists, explain } from '../db.js';
-import { readInstalledCode } from '../install.js';
+import { readInstalled } from '../installed.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
 import type { HealthStatus } from '../status.js';
 
@@ -76,7 +76,7 @@ type Known = Omit<Evaluation, 'finishedAt'>;
 /** What the schema holds, read inside the evaluation's transaction. */
 async function readState(client: pg.Client, schema: string): Promise<Known> {
   await assertSchemaExists(client, schema);
-  const code = await readInstalledCode(client, schema);
+  const code = await readInstalled(client, schema);
   if (!code) {
     // Nothing to ask: no installation, or only the trigger left behind (docs/uninstall.md).
     const trigger = await captureTriggerExists(client, schema);

@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from '../db.js';
+import { readDashboard } from '../dashboards.js';
 import { safe } from '../output.js';
 import type { Report, TopRow, UsageRow } from './model.js';
 import type { ReportWindow } from './window.js';
@@ -46,18 +47,6 @@ export function statementTimeout(flag: string | undefined, session: string): str
   return session === '0' ? DEFAULT_STATEMENT_TIMEOUT : null;
 }
 
-// int2, int4, int8, float4, float8, numeric: numbers in the report (counts fit a double exactly).
-const NUMERIC_TYPES = new Set([20, 21, 23, 700, 701, 1700]);
-
-function plain(result: pg.QueryResult): Record<string, unknown>[] {
-  const numeric = result.fields.filter((f) => NUMERIC_TYPES.has(f.dataTypeID)).map((f) => f.name);
-  return result.rows.map((row) => {
-    const out: Record<string, unknown> = { ...row };
-    for (const name of numeric) out[name] = row[name] === null ? null : Number(row[name]);
-    return out;
-  });
-}
-
 export interface ReadOptions {
   window?: ReportWindow;
   /** The host as the operator named it (the connection URL's); else the server's address. */
@@ -71,7 +60,7 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
   const window = opts.window ?? { since: null, until: null };
   const raw: Record<string, unknown> = {};
   const unavailable: Record<string, string> = {};
-  const q = async (file: string, params: unknown[] = []) => plain(await client.query(sqlFile(file, schema), params));
+  const q = (file: string, params: unknown[] = []) => readDashboard(client, schema, file, params);
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   let timeout = '';
   try {

@@ -10,7 +10,11 @@ import { MIGRATIONS_TABLE, PACKAGE_ROOT } from '../../src/paths.js';
 
 export interface Release { version: string; commit: string }
 
-export const RELEASES: Release[] = [{ version: '0.1.0', commit: '8ee25cd' }, { version: '0.2.0', commit: 'ba62a39' }];
+export const RELEASES: Release[] = [
+  { version: '0.1.0', commit: '8ee25cd' },
+  { version: '0.2.0', commit: 'ba62a39' },
+  { version: '0.3.0', commit: '8c1724b' },
+];
 
 /**
  * Installs `release` into `schema` with its own migrations (what `subagent-context up` of that release
