@@ -27,13 +27,30 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
   context.signal.addEventListener('abort', stop, { once: true });
   try {
     await client.connect();
-    await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${context.timeoutMs}ms`]);
     const deadline = Date.now() + RECONCILE_BUDGET_MS;
-    let last = await reconcileStep(client, context.schema);
-    while (last.status === 'stepped' && Date.now() < deadline && !context.signal.aborted) last = await reconcileStep(client, context.schema);
+    let last = await step(client, context);
+    while (last.status === 'stepped' && Date.now() < deadline && !context.signal.aborted) last = await step(client, context);
     return last;
   } finally {
     context.signal.removeEventListener('abort', stop);
     await client.end().catch(() => {});
+  }
+}
+
+/**
+ * One step in a transaction of its own, under --timeout-seconds as its statement_timeout: transaction-local,
+ * because behind a pooler in transaction mode this server session serves other clients next
+ * (docs/install.md#behind-a-connection-pooler).
+ */
+async function step(client: pg.Client, context: AfterEvaluationContext): Promise<ReconcileStep> {
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT set_config('statement_timeout', $1, true)`, [`${context.timeoutMs}ms`]);
+    const last = await reconcileStep(client, context.schema);
+    await client.query('COMMIT');
+    return last;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   }
 }
