@@ -152,11 +152,12 @@ export async function installedCode(select, schema) {
 }
 
 /**
- * The schema a node-pg-migrate run targets: node-pg-migrate sets search_path to its --schema, so it is
- * current_schema(). Refuses, naming what is missing, when the schema or kandev's tables are absent.
+ * The schema a node-pg-migrate run targets: `given` (what `subagent-context up` says), else
+ * current_schema(), node-pg-migrate setting search_path to its --schema. Refuses, naming what is
+ * missing, when the schema or kandev's tables are absent.
  */
-export async function targetSchema(pgm) {
-  const [{ schema, path }] = await pgm.db.select(
+export async function targetSchema(pgm, given) {
+  const [{ schema, path }] = given ? [{ schema: given, path: null }] : await pgm.db.select(
     `SELECT current_schema() AS schema, current_setting('search_path') AS path`);
   if (!schema) {
     throw new Error(`subagent-context: schema not found (search_path is ${path}); create it or pass --schema`);
