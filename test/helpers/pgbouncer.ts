@@ -1,18 +1,21 @@
-// A private pgbouncer (Debian's package; .ci/run installs it) in front of one test database, in
+// A private pgbouncer (Debian's package; .ci/run installs it) on a free port in front of one test database, in
 // transaction pooling: every client's transactions run on whatever server connection is free, and with
 // a pool of one (the default here) all of them on the same one, so whatever a client leaves on a server
 // session, the next client sees. The tests that use it skip, saying so, when the binary is absent.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 
 export const PGBOUNCER = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p)) ?? null;
+// .ci/run installs it and sets this, so that no CI run skips these tests.
+if (!PGBOUNCER && process.env.SUBAGENT_CONTEXT_REQUIRE_PGBOUNCER === '1') {
+  throw new Error('SUBAGENT_CONTEXT_REQUIRE_PGBOUNCER=1 but pgbouncer is not installed: apt-get install pgbouncer');
+}
 
 export interface Pgbouncer {
-  /** The test database through the pooler: postgres://user:password@127.0.0.1:port/name. */
+  /** The test database through the pooler: postgres://user@127.0.0.1:port/name (it lets any client in). */
   url: string;
   port: number;
   /** Everything pgbouncer logged so far. */
