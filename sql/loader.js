@@ -123,6 +123,15 @@ export function installStatements(schema, { code = true } = {}) {
   return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record] : []);
 }
 
+/**
+ * The first statements of every transaction a migration runs (migration-guard.sql), told what to check
+ * through a transaction-local setting: { lock, bookkeeping, expected, schema, holdIndexBuilds }. One string.
+ */
+export function migrationGuard(schema, { lock, bookkeeping = null, expected = null, schema: expectedSchema = null, holdIndexBuilds = false }) {
+  const given = JSON.stringify({ lock, bookkeeping, expected, schema: expectedSchema, hold_index_builds: holdIndexBuilds });
+  return `SELECT set_config('subagent_context.migration_guard', ${literal(given)}, true);\n${sqlFile('migration-guard.sql', schema)}`;
+}
+
 /** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
 export function deactivateStatements(schema) {
   return splitStatements(sqlFile('deactivate.sql', schema));
@@ -157,11 +166,12 @@ export async function installedCode(select, schema) {
 }
 
 /**
- * The schema a node-pg-migrate run targets: node-pg-migrate sets search_path to its --schema, so it is
- * current_schema(). Refuses, naming what is missing, when the schema or kandev's tables are absent.
+ * The schema a node-pg-migrate run targets: `given` (what `subagent-context up` says), else
+ * current_schema(), node-pg-migrate setting search_path to its --schema. Refuses, naming what is
+ * missing, when the schema or kandev's tables are absent.
  */
-export async function targetSchema(pgm) {
-  const [{ schema, path }] = await pgm.db.select(
+export async function targetSchema(pgm, given) {
+  const [{ schema, path }] = given ? [{ schema: given, path: null }] : await pgm.db.select(
     `SELECT current_schema() AS schema, current_setting('search_path') AS path`);
   if (!schema) {
     throw new Error(`subagent-context: schema not found (search_path is ${path}); create it or pass --schema`);

@@ -39,18 +39,28 @@ BEGIN
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
       IF try >= tries THEN
-        -- Oldest transaction first: once this try gave the queue back, writers that waited behind it
-        -- hold the table for an instant too, and the one to name is the long one.
-        SELECT string_agg(format('pid %s (%s for %s, %s: %s)', a.pid, coalesce(a.usename::text, '?'),
-                 coalesce(to_char(date_trunc('second', clock_timestamp() - a.xact_start), 'HH24:MI:SS'), '?'),
-                 coalesce(a.state, '?'), left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 60)), '; '
-                 ORDER BY a.xact_start NULLS LAST, a.pid)
+        -- The sessions that held the table through this last try: in a transaction begun before the try
+        -- started waiting, and with no statement begun since. Once the try gave its place in the queue
+        -- back, the writers that queued behind it hold the table too, each for an instant, and are not
+        -- named (nor a reader, whose lock conflicts only with ACCESS EXCLUSIVE). Should none qualify, the
+        -- next best: transactions begun before the wait; else every holder. Oldest transaction first.
+        SELECT string_agg(format('pid %s (%s for %s, %s: %s)', h.pid, coalesce(h.usename::text, '?'),
+                 coalesce(to_char(date_trunc('second', clock_timestamp() - h.xact_start), 'HH24:MI:SS'), '?'),
+                 coalesce(h.state, '?'), left(regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)), '; '
+                 ORDER BY h.xact_start NULLS LAST, h.pid) FILTER (WHERE h.evidence = h.best)
           INTO holders
-          FROM pg_stat_activity AS a
-         WHERE a.pid <> pg_backend_pid()
-           AND a.pid IN (SELECT k.pid FROM pg_locks AS k
-                          WHERE k.locktype = 'relation' AND k.granted
-                            AND k.relation = to_regclass(format('%s.%I', '@extschema@', blocked)));
+          FROM (SELECT a.*, e.evidence, min(e.evidence) OVER () AS best
+                  FROM pg_stat_activity AS a,
+                       LATERAL (SELECT clock_timestamp() - CASE WHEN wait ~ '^\s*[0-9.]+\s*$' THEN wait || 'ms' ELSE wait END::interval AS since) AS w,
+                       LATERAL (SELECT CASE WHEN a.xact_start < w.since AND a.query_start < w.since THEN 1
+                                            WHEN a.xact_start < w.since THEN 2 ELSE 3 END AS evidence) AS e
+                 WHERE a.pid <> pg_backend_pid()
+                   AND a.pid IN (SELECT k.pid FROM pg_locks AS k
+                                  WHERE k.locktype = 'relation' AND k.granted
+                                    AND k.relation = to_regclass(format('%s.%I', '@extschema@', blocked))
+                                    AND CASE k.mode WHEN 'AccessShareLock' THEN split_part(l, ':', 2) = 'ACCESS EXCLUSIVE'
+                                                    WHEN 'RowShareLock' THEN split_part(l, ':', 2) IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')
+                                                    ELSE true END)) AS h;
         RAISE EXCEPTION 'subagent-context: %.% is held by a long transaction (%), so this change did not take its lock within % in % tries; nothing was changed and kandev''s writers were never held more than %; end or wait out that transaction (SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
           '@extschema@', blocked, coalesce(holders, 'a session that has since ended'), wait, tries, wait
           USING ERRCODE = 'lock_not_available';

@@ -1,6 +1,8 @@
 // Installation through node-pg-migrate: the same migrations a user can run with plain
 // `node-pg-migrate up`, so both paths install exactly the same thing.
 import type pg from 'pg';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, UserError } from './db.js';
 import { installStatements, quoteIdent } from '#sql';
@@ -10,45 +12,67 @@ import { reconcileAll } from './reconcile.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
+/**
+ * node-pg-migrate's runner, as the CLI runs it: nothing on the database session, which behind a
+ * transaction pooler serves other clients between transactions (docs/install.md#behind-a-connection-pooler).
+ * No session lock (noLock) and no `SET search_path` (no `schema` option): the migrations learn the schema
+ * from this process (migrations/lib/steps.js, runByCli), every statement of theirs names it, and each
+ * transaction takes node-pg-migrate's lock for itself and checks the bookkeeping (sql/migration-guard.sql).
+ */
 export async function migrate(client: pg.Client, schema: string, direction: 'up' | 'down' = 'up', count?: number) {
   await assertSchemaExists(client, schema);
   // Loaded here, not at the top: only up, backfill and uninstall migrate, and node-pg-migrate (with the
   // TypeScript loader it brings) is most of every other command's start-up.
   const { runner, PG_MIGRATE_LOCK_ID } = await import('node-pg-migrate');
+  const { runByCli } = await import(pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'steps.js')).href) as { runByCli: RunByCli };
   const bookkeeping = `${quoteIdent(schema)}.${quoteIdent(MIGRATIONS_TABLE)}`;
   const { rows: [{ existed }] } = await client.query(
     `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL AS existed`, [schema, MIGRATIONS_TABLE]);
+  // What the bookkeeping holds as the run begins: each migration's transaction checks that nobody else
+  // changed it since. Unreadable (another role's table), node-pg-migrate says so itself below.
+  const recorded = existed
+    ? await client.query(`SELECT count(*)::int AS n FROM ${bookkeeping}`).then((r) => r.rows[0].n as number, () => null)
+    : 0;
   try {
-    return await runner({
-      dbClient: client,
-      dir: MIGRATIONS_DIR,
-      direction,
-      count: count ?? (direction === 'down' ? Infinity : undefined),
-      schema,
-      migrationsTable: MIGRATIONS_TABLE,
-      checkOrder: true,
-      logger: silent,
+    return await runByCli({ schema, bookkeeping, recorded }, async (run) => {
+      const applied = await runner({
+        dbClient: client,
+        dir: MIGRATIONS_DIR,
+        direction,
+        count: count ?? (direction === 'down' ? Infinity : undefined),
+        migrationsSchema: schema,
+        migrationsTable: MIGRATIONS_TABLE,
+        noLock: true,
+        checkOrder: true,
+        logger: silent,
+      });
+      // An activation left its record in a transaction of its own, behind its guard (steps.js).
+      if (run.open) await client.query('COMMIT');
+      return applied;
     });
   } catch (err) {
     // A failing migration leaves the caller's connection inside the migration's aborted transaction
-    // (node-pg-migrate issues BEGIN but no ROLLBACK), so its own unlock fails and the migration lock
-    // stays held: every later install on this database would report "Another migration is already
-    // running". Roll back and release the lock, so the connection is usable and a retry can run.
+    // (node-pg-migrate issues BEGIN but no ROLLBACK): roll back, so the connection is usable.
     await client.query('ROLLBACK').catch(() => {});
-    await client.query('SELECT pg_advisory_unlock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]).catch(() => {});
-    // node-pg-migrate creates its bookkeeping table before the first migration's transaction: a first
-    // install that failed would leave it behind, recording nothing. Leave the schema as it was.
     if (!existed) {
+      // Two first installs at once: node-pg-migrate's CREATE TABLE of its bookkeeping failed, the other's
+      // won. Run again, on that table: the migrations' guard decides which run goes on.
+      const raced = /^Unable to ensure migrations table/.test(String((err as Error)?.message))
+        && (await client.query(`SELECT to_regclass($1) IS NOT NULL AS x`, [bookkeeping]).catch(() => null))?.rows[0].x;
+      if (raced) return migrate(client, schema, direction, count);
+      // node-pg-migrate creates its bookkeeping table before the first migration's transaction: a first
+      // install that failed would leave it behind, recording nothing. Leave the schema as it was, unless
+      // another run is using it (its transaction holds node-pg-migrate's lock).
       await client.query(`DO $forget$ BEGIN
-        IF NOT EXISTS (SELECT 1 FROM ${bookkeeping}) THEN DROP TABLE ${bookkeeping}; END IF;
+        IF pg_try_advisory_xact_lock(${PG_MIGRATE_LOCK_ID}) AND NOT EXISTS (SELECT 1 FROM ${bookkeeping}) THEN DROP TABLE ${bookkeeping}; END IF;
       END $forget$`).catch(() => {});
     }
     throw err;
-  } finally {
-    // node-pg-migrate leaves search_path pointing at the schema; leave the session as we found it.
-    await client.query('RESET search_path').catch(() => {});
   }
 }
+
+type RunByCli = <T>(run: { schema: string; bookkeeping: string; recorded: number | null },
+  fn: (run: { open: boolean }) => Promise<T>) => Promise<T>;
 
 export interface BackfillResult {
   status: 'activated' | 'already activated' | 'failed';
@@ -144,19 +168,12 @@ export async function refreshCode(client: pg.Client, schema: string): Promise<bo
 
 /**
  * Migrations, the code layer when it is not current, then the guarded backfill (a no-op once activated,
- * a retry after a failed one). The activation migration leaves the backfill to this call
- * (subagent_context.backfill_by = 'cli'), so the result says how many rows it stored, and progress can
- * be shown while it runs.
+ * a retry after a failed one). The activation migrations leave the backfill to this call when the CLI
+ * runs them (migrate()), so the result says how many rows it stored, and progress can be shown while it runs.
  */
 export async function up(client: pg.Client, schema: string, opts: BackfillOptions = {}) {
   const before = await readInstalledCode(client, schema).catch(() => null);
-  await client.query(`SET subagent_context.backfill_by = 'cli'`);
-  let applied;
-  try {
-    applied = await migrate(client, schema, 'up');
-  } finally {
-    await client.query('RESET subagent_context.backfill_by').catch(() => {});
-  }
+  const applied = await migrate(client, schema, 'up');
   await refreshCode(client, schema);
   const after = await readInstalledCode(client, schema);
   const result = await backfill(client, schema, opts);

@@ -2,10 +2,14 @@
 // not enough, because a statement the server is running goes on, and commits, after the client is gone.
 // So the running statement is cancelled from a second connection (pg_cancel_backend), its transaction
 // rolls back, the database is read again, and one sentence says what state it is left in; exit 130.
+// Through a pooler the server session is not ours and its pid may be running another client's query by
+// then, so the cancel goes through the pooler instead (the protocol's CancelRequest), and the session is
+// never terminated.
 import pg from 'pg';
 import { safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
+import { ownsSession, sendCancel } from './pooler.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;
@@ -27,6 +31,7 @@ export interface InterruptOptions {
 export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts: InterruptOptions, work: () => Promise<T>): Promise<T> {
   const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
   const pid: number = rows[0].pid;
+  const direct = ownsSession(client, pid);
   const write = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
   let settled = false;
   let interrupted = false;
@@ -41,19 +46,24 @@ export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts:
       const admin = new pg.Client({ connectionString: url, application_name: 'subagent-context cancel' });
       admin.on('error', () => {});
       try {
-        await admin.connect();
+        // Through a pooler, connecting may have to wait for the statement to end: cancel first.
+        if (direct) await admin.connect();
         const deadline = Date.now() + CANCEL_FOR_MS;
         while (!settled && Date.now() < deadline) {
-          await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+          if (direct) await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+          else sendCancel(client);
           await Promise.race([running.catch(() => {}), new Promise((r) => setTimeout(r, 200))]);
         }
-        if (!settled) {
+        if (!settled && direct) {
           // Still running (a cancel each time landed between statements): end the session; its open
           // transaction rolls back with it.
           await admin.query('SELECT pg_terminate_backend($1)', [pid]);
         }
+        // Through a pooler, leaving ends our transaction too: the pooler rolls back, or closes, the server
+        // session it was running on.
         await client.end().catch(() => {});
-        await waitUntilGone(admin, pid);
+        if (direct) await waitUntilGone(admin, pid);
+        else await admin.connect();
         sentence = await opts.describe(admin);
       } catch (err) {
         sentence = `could not confirm the cancel (${(err as Error).message}): check pg_stat_activity for pid ${pid} ` +

@@ -28,24 +28,40 @@ const TS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 /**
  * One step. `notBefore` (a UTC timestamp from the server's clock): only a run that started at or after it
  * counts; without it, a new run starts when the newest completed one is older than the configured interval.
+ * `statementTimeoutMs`: the step runs in a transaction of its own with that statement_timeout, set for the
+ * transaction only: behind a pooler in transaction mode this server session serves other clients next
+ * (docs/install.md#behind-a-connection-pooler).
  */
-export async function reconcileStep(client: pg.ClientBase, schema: string, notBefore: string | null = null): Promise<ReconcileStep> {
-  const { rows } = await client.query(
+export async function reconcileStep(client: pg.ClientBase, schema: string, notBefore: string | null = null,
+  statementTimeoutMs?: number): Promise<ReconcileStep> {
+  const step = async () => (await client.query(
     `SELECT status, reconciliation_id::float8 AS reconciliation_id, to_char(started_at, ${TS}) AS started_at,
             to_char(compared_through, ${TS}) AS compared_through, messages_compared::float8 AS messages_compared,
             missing::float8 AS missing, excess::float8 AS excess, completed
-       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore]);
-  return rows[0] as ReconcileStep;
+       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore])).rows[0] as ReconcileStep;
+  if (statementTimeoutMs === undefined) return step();
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT set_config('statement_timeout', $1, true)`, [`${statementTimeoutMs}ms`]);
+    const last = await step();
+    await client.query('COMMIT');
+    return last;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
 }
 
 /**
- * Steps for at most `budgetMs` (a step started is finished): what health and the metrics exporter do
- * after answering. Stops early when there is nothing to do, or the server cannot write.
+ * Steps for at most BACKGROUND_MS (a step started is finished): what health and the metrics exporter do
+ * after answering. Stops early when there is nothing to do, the server cannot write, or `stop` aborts.
  */
-export async function reconcileFor(client: pg.ClientBase, schema: string, budgetMs = BACKGROUND_MS, stop?: AbortSignal): Promise<ReconcileStep> {
-  const deadline = Date.now() + budgetMs;
-  let last = await reconcileStep(client, schema);
-  while (last.status === 'stepped' && Date.now() < deadline && !stop?.aborted) last = await reconcileStep(client, schema);
+export async function reconcileFor(client: pg.ClientBase, schema: string,
+  opts: { stop?: AbortSignal; statementTimeoutMs?: number } = {}): Promise<ReconcileStep> {
+  const deadline = Date.now() + BACKGROUND_MS;
+  const step = () => reconcileStep(client, schema, null, opts.statementTimeoutMs);
+  let last = await step();
+  while (last.status === 'stepped' && Date.now() < deadline && !opts.stop?.aborted) last = await step();
   return last;
 }
 

@@ -38,8 +38,7 @@ async function history(schema: string) {
       FROM generate_series(1, ${SESSIONS}) g, generate_series(1, ${NOISE}) i;
     ANALYZE ${s}.task_session_messages;`);
   const c = await db.connect();
-  await c.query(`SET subagent_context.backfill_by = 'cli'`);  // the migrations without the backfill, as `up` runs them
-  await migrate(c, schema, 'up');
+  await migrate(c, schema, 'up');  // the migrations as `up` runs them: the backfill is left to the caller
 }
 
 const keys = async (schema: string) =>

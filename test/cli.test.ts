@@ -241,8 +241,13 @@ describe('exit status 3 on every error, and --version on every command', () => {
     try {
       const r = await runCli(cli, ['up', '--schema', 'busy'], env());
       expect(r.code).toBe(3);
-      expect(r.stderr.trim()).toBe('error: another `subagent-context up` (or node-pg-migrate) is installing into this database ' +
-        'right now: wait for it to finish, then run this again.');
+      // An idle session holding the lock is also what a transaction pooler's server connection looks like
+      // after node-pg-migrate ran through it: the sentence says how to tell, and what to do then.
+      const { rows: [{ pid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
+      expect(r.stderr.trim()).toMatch(new RegExp('^error: subagent-context: another `subagent-context up` \\(or node-pg-migrate\\) is ' +
+        `installing into this database right now, or pid ${pid} kept node-pg-migrate's lock after one \\(idle for [0-9:]+; .*\\), so ` +
+        'this one stopped, changing nothing more: wait for it to finish and run this again, or, if nothing is installing, end that ' +
+        `session first \\(SELECT pg_terminate_backend\\(${pid}\\)\\)$`));
     } finally {
       await holder.query('SELECT pg_advisory_unlock($1::bigint)', [String(PG_MIGRATE_LOCK_ID)]);
     }

@@ -1,20 +1,92 @@
 // What each migration does, written once. Migration files are frozen: each names one step, and a
 // release that changes the SQL adds a pair of files (upgrade, then activate) named for its version,
 // so `node-pg-migrate up` on a database installed by any earlier release has something to run.
+//
+// Nothing a migration needs lives on the database session, which behind a transaction pooler serves
+// other clients between transactions (docs/install.md#behind-a-connection-pooler): every transaction
+// starts with the guard (sql/migration-guard.sql) and sets nothing beyond itself. What `subagent-context
+// up` and `uninstall` tell the migrations (the schema, that the CLI backfills) travels in this process.
+import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
-  deactivateStatements, installedCode, installStatements, quoteIdent, targetSchema, uninstallStatements,
+  deactivateStatements, installedCode, installStatements, migrationGuard, quoteIdent, targetSchema, uninstallStatements,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
-const queue = (pgm, statements) => {
+const CLI_RUN = Symbol.for('subagent-context: migrations run by the CLI');
+
+/**
+ * Runs `fn` (node-pg-migrate's runner, called by src/install.ts) with the migrations knowing that the CLI
+ * runs them: `schema`, where; `bookkeeping`, the bookkeeping table (quoted); `recorded`, how many
+ * migrations it held when the run began (null when unreadable). The migrations then take the schema from
+ * here, check the bookkeeping in each transaction, and leave the backfill to the CLI. One run at a time
+ * per process (the value is process-wide; node-pg-migrate may load this file as another module instance).
+ */
+export async function runByCli(run, fn) {
+  while (globalThis[CLI_RUN]) await globalThis[CLI_RUN].done;
+  let finish;
+  globalThis[CLI_RUN] = { ...run, open: false, done: new Promise((resolve) => { finish = resolve; }) };
+  try {
+    return await fn(globalThis[CLI_RUN]);
+  } finally {
+    globalThis[CLI_RUN] = undefined;
+    finish();
+  }
+}
+
+const cliRun = () => globalThis[CLI_RUN] ?? null;
+
+/**
+ * Plain `node-pg-migrate` (its own command: one run per process) sets --schema as the search_path of its
+ * session before the first migration; each of our transactions puts it back (RESET), so the schema read
+ * by the first one is kept here for the rest of the run. A program calling node-pg-migrate's runner
+ * itself may run several schemas in one process: it reads the search_path every time and is left as is.
+ */
+const PLAIN_RUN = Symbol.for('subagent-context: the schema of this node-pg-migrate command');
+const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[1] ?? '');
+
+/**
+ * Where this migration installs and what its transactions start and end with: `guard(opts)` renders
+ * sql/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
+ * own command: RESET search_path), or null.
+ */
+async function prepare(pgm, direction) {
+  const run = cliRun();
+  let schema;
+  let expectedSchema = null;
+  if (run) {
+    schema = await targetSchema(pgm, run.schema);
+  } else if (ownCommand && globalThis[PLAIN_RUN]) {
+    schema = globalThis[PLAIN_RUN];
+  } else {
+    schema = await targetSchema(pgm);
+    // Read outside the transaction: the transaction must see it too, or it is not on node-pg-migrate's session.
+    expectedSchema = schema;
+    if (ownCommand) globalThis[PLAIN_RUN] = schema;
+  }
+  const expected = run && run.recorded !== null ? run.recorded : null;
+  // This migration's transaction (node-pg-migrate's BEGIN ... COMMIT) commits one the activation left open.
+  if (run) run.open = false;
+  if (run && run.recorded !== null) run.recorded += direction === 'up' ? 1 : -1;
+  const guard = ({ holdIndexBuilds = false } = {}) => migrationGuard(schema, {
+    lock: String(PG_MIGRATE_LOCK_ID), bookkeeping: run ? run.bookkeeping : null, expected,
+    schema: expectedSchema, holdIndexBuilds,
+  });
+  return { run, schema, guard, after: ownCommand && !run ? 'RESET search_path' : null };
+}
+
+/** One transaction of a migration: the guard first, then `statements`, then what ends it (if anything). */
+const queue = (pgm, { guard, after }, statements) => {
+  pgm.sql(guard());
   for (const statement of statements) pgm.sql(statement);
+  if (after) pgm.sql(after);
 };
 
 const select = (pgm) => (text, values) => pgm.db.select(text, values);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
 export async function install(pgm) {
-  queue(pgm, installStatements(await targetSchema(pgm)));
+  const step = await prepare(pgm, 'up');
+  queue(pgm, step, installStatements(step.schema));
 }
 
 /**
@@ -23,50 +95,65 @@ export async function install(pgm) {
  * major). One transaction: a failure changes nothing.
  */
 export async function upgrade(pgm) {
-  const schema = await targetSchema(pgm);
-  const code = await installedCode(select(pgm), schema);
-  queue(pgm, installStatements(schema, { code: !code?.current }));
+  const step = await prepare(pgm, 'up');
+  const code = await installedCode(select(pgm), step.schema);
+  queue(pgm, step, installStatements(step.schema, { code: !code?.current }));
 }
 
 /**
  * Activation, outside any transaction: health's index on task_session_messages (built CONCURRENTLY,
- * rebuilt when an earlier release built it differently), then the guarded backfill.
- * `subagent-context up` sets subagent_context.backfill_by = 'cli' and runs the backfill itself right
- * after, to report what it stored; plain node-pg-migrate gets the backfill here.
+ * rebuilt when an earlier release built it differently), then, for plain node-pg-migrate, the guarded
+ * backfill and a complete reconciliation; `subagent-context up` runs those itself right after, to report
+ * what it stored and show progress. The guard goes in one transaction with the index's first step, and,
+ * for the CLI, again in a transaction left open for node-pg-migrate's record of this migration (the
+ * CLI's next statement commits it): another run cannot have built, or recorded, it meanwhile.
  */
 export async function activate(pgm) {
-  const schema = await targetSchema(pgm);
+  const step = await prepare(pgm, 'up');
+  const { run, schema, guard, after } = step;
   pgm.noTransaction();
   // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (message-index-partitioned.sql).
-  for (const statement of await healthIndexStatements(select(pgm), schema)) pgm.sql(statement);
-  // Batch by batch, each committed (sql/backfill.sql): outside a transaction block, the DO block and the
-  // procedure it calls may commit.
-  pgm.sql(`DO $activate$
-BEGIN
-  IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli' THEN
-    CALL ${quoteIdent(schema)}.subagent_context_backfill_run();
-  END IF;
-END
-$activate$`);
-  // Then a complete reconciliation, committing after each step (`subagent-context up` runs its own steps).
+  const [first, ...rest] = await healthIndexStatements(select(pgm), schema);
+  if (!/^(\s*--[^\n]*\n)*\s*DO\b/.test(first)) {
+    throw new Error('subagent-context: the first step of health\'s index must be a DO block, to share a transaction with the guard');
+  }
+  pgm.sql(`${guard({ holdIndexBuilds: true })}\n${first}`);
+  for (const statement of rest) pgm.sql(statement);
+  if (run) {
+    run.open = true;
+    pgm.sql(`BEGIN;\n${guard()}`);
+    return;
+  }
+  // Batch by batch, each committed (sql/backfill.sql): outside a transaction block, the procedure may commit.
+  pgm.sql(`CALL ${quoteIdent(schema)}.subagent_context_backfill_run()`);
+  // Then a complete reconciliation, committing after each step.
   pgm.sql(`DO $reconcile$
 BEGIN
-  IF current_setting('subagent_context.backfill_by', true) IS DISTINCT FROM 'cli'
-     AND to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
+  IF to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
     CALL ${quoteIdent(schema)}.subagent_context_reconcile_all();
   END IF;
 END
 $reconcile$`);
+  if (after) pgm.sql(after);
 }
 
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
 export async function uninstall(pgm) {
-  queue(pgm, uninstallStatements(await targetSchema(pgm)));
+  const step = await prepare(pgm, 'down');
+  queue(pgm, step, uninstallStatements(step.schema));
 }
 
 export async function deactivate(pgm) {
-  queue(pgm, deactivateStatements(await targetSchema(pgm)));
+  const step = await prepare(pgm, 'down');
+  queue(pgm, step, deactivateStatements(step.schema));
 }
 
-/** A later release's half of a pair whose going down is done by the first release's migrations. */
-export async function nothing() {}
+/**
+ * A later release's half of a pair whose going down is done by the first release's migrations: only
+ * the guard, for node-pg-migrate's record of it.
+ */
+export async function nothing(pgm) {
+  const { guard, after } = await prepare(pgm, 'down');
+  pgm.sql(guard());
+  if (after) pgm.sql(after);
+}

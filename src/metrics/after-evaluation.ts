@@ -29,8 +29,7 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
   context.signal.addEventListener('abort', stop, { once: true });
   try {
     await client.connect();
-    await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${context.timeoutMs}ms`]);
-    return await reconcileFor(client, context.schema, undefined, context.signal);
+    return await reconcileFor(client, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs });
   } catch (err) {
     if ((err as { code?: string }).code !== '42501') throw err;
     notPermitted.add(context.schema);

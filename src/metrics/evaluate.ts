@@ -1,11 +1,11 @@
 // One evaluation: what the metrics say about one schema. Every fault (refused, reset, terminated, cut, silent) ends as `up: false` with a reason, never as
 // an exception or an 'error' event nobody listens to; every query is bounded by statement_timeout, the
 // whole by a deadline, and `signal` (no scrape is waiting any more) cancels the server-side query.
-import { connect as netConnect } from 'node:net';
 import pg from 'pg';
 import { sqlFile } from '#sql';
 import { assertSchemaExists, captureTriggerExists, explain } from '../db.js';
 import { readInstalled } from '../installed.js';
+import { sendCancel } from '../pooler.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
 import type { HealthStatus } from '../status.js';
 
@@ -40,26 +40,8 @@ export const APPLICATION_NAME = 'subagent-context metrics';
 const OLDER_RELEASE = new Set(['42883', '42P01', '42703']);
 
 /** What pg's Client holds but its types do not declare. */
-interface ClientInternals { processID: number | null; secretKey: number | null; host: string; port: number; password?: unknown; connection?: { stream?: { destroy(): void } } }
+interface ClientInternals { password?: unknown; connection?: { stream?: { destroy(): void } } }
 const internals = (client: pg.Client) => client as unknown as ClientInternals;
-
-/**
- * Asks the server to cancel what `client`'s backend is running: the protocol's CancelRequest, sent on a
- * connection of its own (no login, no privilege needed; a server accepts it whatever its pg_hba says).
- */
-function sendCancel(client: pg.Client): void {
-  const { processID, secretKey, host, port } = internals(client);
-  if (processID === null || secretKey === null) return;
-  const packet = Buffer.alloc(16);
-  packet.writeInt32BE(16, 0);
-  packet.writeInt32BE(80877102, 4);
-  packet.writeInt32BE(processID, 8);
-  packet.writeInt32BE(secretKey, 12);
-  const socket = host.startsWith('/') ? netConnect(`${host}/.s.PGSQL.${port}`) : netConnect(port, host);
-  socket.on('error', () => {});
-  socket.setTimeout(2000, () => socket.destroy());
-  socket.on('connect', () => socket.end(packet));
-}
 
 /** Ends the connection; one that does not close within a second (a silent network) is destroyed. */
 async function close(client: pg.Client): Promise<void> {
