@@ -10,7 +10,8 @@ import { Evaluator, type Evaluation, type EvaluationTarget } from './evaluate.js
 import { SharedEvaluation } from './single-flight.js';
 import { formatMetrics } from './format.js';
 import { afterEvaluation } from './after-evaluation.js';
-import { basicAuth, loadWebConfig } from './web-config.js';
+import { loadWebConfig } from './web-config.js';
+import { basicAuth } from './basic-auth.js';
 
 export interface ServeOptions extends EvaluationTarget {
   listen: string;
@@ -70,9 +71,14 @@ export async function serveMetrics(opts: ServeOptions): Promise<number> {
   const shared = new SharedEvaluation((signal) => evaluator.evaluate(signal), opts.cacheMs, (e) => { logOutage(e); after.start(e); });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    if (authorized && !(await authorized(req.headers.authorization))) {
+    const verdict = authorized ? await authorized(req.headers.authorization) : 'passed';
+    if (verdict === 'refused') {
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="subagent-context metrics", charset="UTF-8"', 'Content-Type': 'text/plain; charset=utf-8' })
         .end('authentication required\n');
+      return;
+    }
+    if (verdict === 'busy') { // credentials not seen before, while too many others wait to be checked
+      res.writeHead(429, { 'Retry-After': '1', 'Content-Type': 'text/plain; charset=utf-8' }).end('too many authentication attempts at once: try again\n');
       return;
     }
     const path = (req.url ?? '/').split('?')[0];

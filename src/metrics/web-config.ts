@@ -4,10 +4,8 @@
 // key is refused by name rather than ignored, since an ignored security setting looks like a working one.
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { createHash } from 'node:crypto';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
-import bcrypt from 'bcryptjs';
 import { UserError } from '../db.js';
 
 export interface WebConfig {
@@ -85,31 +83,4 @@ export function loadWebConfig(file: string): WebConfig {
     if (users.size === 0) users = null;
   }
   return { tls, users };
-}
-
-// A hash every unknown user name is checked against, so that a wrong name costs what a wrong password costs.
-let decoy: string | undefined;
-const decoyHash = () => (decoy ??= bcrypt.hashSync('subagent-context: no such user', 10));
-
-/**
- * Checks an Authorization header against the users. bcrypt is slow on purpose, so a pair that passed is
- * remembered (by its SHA-256, never in clear) and a scraper that sends it every 15 s pays once.
- */
-export function basicAuth(users: Map<string, string>): (header: string | undefined) => Promise<boolean> {
-  const passed = new Set<string>();
-  return async (header) => {
-    const m = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header ?? '');
-    if (!m) return false;
-    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 0) return false;
-    const name = decoded.slice(0, colon);
-    const password = decoded.slice(colon + 1);
-    const hash = users.get(name);
-    const key = createHash('sha256').update(`${hash ?? ''}\0${name}\0${password}`).digest('hex');
-    if (hash && passed.has(key)) return true;
-    const ok = await bcrypt.compare(password, hash ?? decoyHash());
-    if (ok && hash) { passed.add(key); return true; }
-    return false;
-  };
 }
