@@ -139,10 +139,12 @@ export function checkUrl(url: string): void {
   }
 }
 
+/** When neither --database-url, DATABASE_URL nor a PG* variable names a database (src/connection.ts). */
+export const NO_DATABASE_SENTENCE = 'no database given: pass --database-url URL, or set DATABASE_URL, or the PG* ' +
+  'variables psql reads (PGHOST, PGDATABASE, PGUSER, or PGSERVICE for an entry of pg_service.conf).';
+
 export async function connect(url: string | undefined): Promise<pg.Client> {
-  if (!url) {
-    throw new UserError('no database given: pass --database-url URL or set DATABASE_URL.');
-  }
+  if (!url) throw new UserError(NO_DATABASE_SENTENCE);
   checkUrl(url);
   const client = new pg.Client({ connectionString: url, application_name: 'subagent-context' });
   client.on('error', () => {}); // a dropped connection surfaces on the next query instead

@@ -12,6 +12,7 @@ import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
 import { explain, ERROR_EXIT, PrivilegeError, privilegeMessage } from './db.js';
 import { scrubSecrets } from './secrets.js';
+import { resolveConnection } from './connection.js';
 import { red, safe, safeLines } from './output.js';
 import { PACKAGE_VERSION } from '#sql';
 
@@ -140,8 +141,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const verbose = Boolean(values.verbose);
   const schema = (values.schema as string | undefined) ?? 'public';
-  const databaseUrl = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
+  const given = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
+  let databaseUrl: string | undefined;
   try {
+    databaseUrl = command.offline ? undefined : resolveConnection(given);
     return await command.run({
       databaseUrl,
       schema,
@@ -152,11 +155,13 @@ export async function main(argv: string[]): Promise<number> {
     });
   } catch (err) {
     const e = explain(err);
-    const message = e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message;
+    // The installation's SQL starts its own sentences with the product's name, for psql and logs; after
+    // "error: " here it would be said twice.
+    const message = (e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message).replace(/^subagent-context: /, '');
     // Error messages can quote database values (a schema name, a failure's text): escaped for the terminal.
     // Whatever produced them, no password leaves (src/secrets.ts).
-    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl))}`));
-    if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl));
+    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl, given))}`));
+    if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl, given));
     return ERROR_EXIT;
   }
 }
