@@ -89,6 +89,23 @@ function optionError(err: Error & { code?: string }, args: string[], options: Re
   return `${err.message.replace(/\.$/, '')}.`;
 }
 
+/**
+ * `--since -3d`: a value that starts with a minus and a digit is the value of the option before it, not an
+ * option of its own (node's parser would say "--since needs a value"). Written `--since=-3d` for the parser.
+ */
+export function joinNegativeValues(args: string[], options: Record<string, { type: string }>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const next = args[i + 1];
+    if (/^--[^=]+$/.test(a) && options[a.slice(2)]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 /** An error before any command ran: one sentence on stderr, exit 3 (never a status a check means). */
 function usageError(message: string): number {
   console.error(red(`error: ${safeLines(message)}`));
@@ -115,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
   const options = { ...COMMON, ...(command.options ?? {}) };
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinNegativeValues(rest, options), options, allowPositionals: true, strict: true });
   } catch (err) {
     return usageError(`${optionError(err as Error & { code?: string }, rest, options)} Run \`subagent-context ${name} --help\`.`);
   }
