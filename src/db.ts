@@ -68,6 +68,22 @@ export function privilegeMessage(command: string, schema: string, err: Privilege
     'or run it as the installing role.';
 }
 
+/**
+ * The server ended the session mid-command (pg_terminate_backend, a restart, a shutdown), or the connection
+ * dropped: `next` says what is kept and what to run (a command that knows what it commits says it better).
+ */
+export function sessionEndedSentence(reason: string,
+  next = 'what had committed is kept and the statement running was rolled back: run the command again once the server accepts connections'): string {
+  return `the database ended this session (${reason.replace(/\.$/, '')}: pg_terminate_backend, a restart or a shutdown); ${next}.`;
+}
+
+/** Whether `err` is the session being ended under a command (see sessionEndedSentence). */
+export function isSessionEnded(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return ['57P01', '57P02', '57P03'].includes(e?.code ?? '') ||
+    /^Connection terminated|is not queryable|terminating connection/.test(String(e?.message ?? ''));
+}
+
 /** A pg error, or a connection error, as one sentence that says what to do. */
 /** `schema`, when given, qualifies the object a privilege error names. */
 export function explain(err: unknown, url?: string, schema?: string): Error {
@@ -90,6 +106,9 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
     return new UserError('another `subagent-context up` (or node-pg-migrate) is installing into this database right now: ' +
       'wait for it to finish, then run this again.');
   }
+  if (!e.code && /^Connection terminated unexpectedly|is not queryable/.test(message)) {
+    return new UserError(sessionEndedSentence(message));
+  }
   if (/client password must be a string/.test(message)) {
     return new UserError(`the server asks for a password and none was given${where}: put it in the URL ` +
       '(postgres://user:password@host:5432/database) or set PGPASSWORD.');
@@ -103,6 +122,10 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
     }
     case '25006':  // read_only_sql_transaction: a write on a standby or in a read-only transaction
       return new UserError(READ_ONLY_SENTENCE);
+    case '57P01':  // admin_shutdown: pg_terminate_backend, or a fast shutdown
+    case '57P02':  // crash_shutdown
+    case '57P03':  // cannot_connect_now: the server is starting or stopping
+      return new UserError(sessionEndedSentence(message));
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
     case 'EHOSTUNREACH':

@@ -1,5 +1,5 @@
 import type { Command, CommandContext } from './types.js';
-import { withClient, type Client } from '../db.js';
+import { isSessionEnded, sessionEndedSentence, UserError, withClient, type Client } from '../db.js';
 import { healthInstalled, healthReport, type HealthReport, type Stats } from '../health.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { reconcileAll, reconcileFor } from '../reconcile.js';
@@ -63,7 +63,14 @@ async function fullReconciliation(client: Client, ctx: CommandContext): Promise<
   const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
     describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
       'and the next `subagent-context health --full` (or the next health check) resumes it.',
-  }, () => reconcileAll(client, ctx.schema, ctx.json ? undefined : process.stderr));
+  }, () => reconcileAll(client, ctx.schema, ctx.json ? undefined : process.stderr)).catch((err: unknown) => {
+    // Ended from outside (pg_terminate_backend, a restart): the same facts as an interrupt, and the next step.
+    if (isSessionEnded(err)) {
+      throw new UserError(sessionEndedSentence(String((err as Error).message), 'every step the reconciliation completed is kept: run ' +
+        '`subagent-context health --full` again once the server accepts connections, and it resumes from there'));
+    }
+    throw err;
+  });
   if (last.status === 'read_only') {
     console.error('health --full: this server is read-only (a standby): it cannot run a reconciliation; the answer below is ' +
       'what the primary last recorded. Run `subagent-context health --full` against the primary.');

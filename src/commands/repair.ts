@@ -3,6 +3,7 @@ import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
+import { exitCodeFor, STATUSES } from '../status.js';
 import { printJson, yellow } from '../output.js';
 
 export const repairCommand: Command = {
@@ -14,7 +15,9 @@ Stores, for every subagent the health shortfall counts as missing, the row deriv
 message (source 'backfill', under the message's metadata.agent_execution_id, else 'unknown'). Rows that exist are never touched. Then reads the
 shortfall again and says what, if anything, is still missing (see docs/health.md).
 
---json prints {"repaired": N, "shortfall": M}: rows stored, and the shortfall afterwards.
+--json prints {"repaired": N, "shortfall": M, "status": S}: rows stored, the shortfall afterwards, and
+health's status (a disabled trigger is still trigger_disabled: repair stores rows, it does not turn
+capture back on).
 
 Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
@@ -36,10 +39,15 @@ Example:
           if (batch.repaired === 0 || batch.remaining === 0) return total;
         }
       });
-      const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
-      if (ctx.json) printJson({ repaired, shortfall });
+      const health = await readHealth(client, ctx.schema);
+      const shortfall = health.shortfall ?? 0;
+      if (ctx.json) printJson({ repaired, shortfall, status: health.status });
       else {
         console.log(`repaired ${repaired} missing row${repaired === 1 ? '' : 's'}; shortfall now ${shortfall}`);
+        // Stored rows do not turn capture back on: with the trigger disabled, every new subagent is missed again.
+        if (exitCodeFor(health.status) === 2) {
+          console.log(yellow(`health is still ${health.status} (exit 2): ${STATUSES[health.status].advice(ctx.schema, shortfall)}`));
+        }
         // A key can stay missing when a row for the same session and tool call already exists under
         // execution 'unknown' but was observed before capture_since (a tool_call_id reused after
         // activation): repair never touches an existing row.
