@@ -34,10 +34,14 @@ BEGIN
     EXCEPTION WHEN lock_not_available THEN
       IF try >= tries THEN
         -- Oldest transaction first: once this try gave the queue back, writers that waited behind it
-        -- hold the table for an instant too, and the one to name is the long one.
-        SELECT string_agg(format('pid %s (%s for %s, %s: %s)', a.pid, coalesce(a.usename::text, '?'),
+        -- hold the table for an instant too, and the one to name is the long one. A session of another
+        -- role shows only its pid and role to a role without pg_read_all_stats: say that, and how to see more.
+        SELECT string_agg(CASE WHEN a.query = '<insufficient privilege>'
+                 THEN format('pid %s (role %s; what it runs is hidden from role %s: a superuser sees it, or GRANT pg_read_all_stats TO %s)',
+                             a.pid, coalesce(a.usename::text, '?'), current_user, quote_ident(current_user))
+                 ELSE format('pid %s (%s for %s, %s: %s)', a.pid, coalesce(a.usename::text, '?'),
                  coalesce(to_char(date_trunc('second', clock_timestamp() - a.xact_start), 'HH24:MI:SS'), '?'),
-                 coalesce(a.state, '?'), left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 60)), '; '
+                 coalesce(a.state, '?'), left(regexp_replace(coalesce(a.query, ''), '\s+', ' ', 'g'), 60)) END, '; '
                  ORDER BY a.xact_start NULLS LAST, a.pid)
           INTO holders
           FROM pg_stat_activity AS a
