@@ -37,7 +37,8 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
 
 Options (every command):
-  --database-url URL   the database (default: $DATABASE_URL)
+  --database-url URL   the database: a URL or libpq's key=value string (default: $DATABASE_URL, else the PG*
+                       variables and pg_service.conf, as psql reads them)
   --schema S           the schema holding kandev's tables (default: public)
   --json               machine-readable output
   --verbose            show stack traces on errors
