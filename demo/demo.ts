@@ -8,7 +8,8 @@ import { planTraffic } from '../kandev/traffic-plan.js';
 import { writeHistory, replayLive } from '../kandev/traffic-write.js';
 import { readReport, renderText } from '../src/report/index.js';
 import { UserError } from '../src/db.js';
-import { printJson, bold, dim, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';
+import { printJson, bold, dim, formatCount, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';
+import { statsLine } from '../src/commands/health.js';
 
 const SCHEMA = 'public';
 
@@ -69,12 +70,12 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     await createHostTables(client, SCHEMA, { shape: 'kandev-0.91' });
     const plan = planTraffic({ scale, invalidJson: false });
     const historyFrames = await writeHistory(client, SCHEMA, plan, (d, t) => step!.update(d, t));
-    step!.done(`${historyFrames} writes, ${plan.totals.history.subagents} subagents`);
+    step!.done(`${formatCount(historyFrames)} writes, ${formatCount(plan.totals.history.subagents)} subagents`);
 
     begin('installing capture and backfilling history (subagent-context up)');
     const installed = await up(client, SCHEMA);
     failIfBackfillFailed(installed.backfill);
-    step!.done(`${installed.backfill.inserted} rows backfilled`);
+    step!.done(`${formatCount(installed.backfill.inserted)} rows backfilled`);
 
     begin(`replaying live traffic from ${writers} concurrent writers`);
     pool = new pg.Pool({ connectionString: server.url, max: writers, application_name: 'subagent-context demo writer' });
@@ -82,7 +83,7 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     const liveStarted = Date.now();
     const liveFrames = await replayLive(pool, SCHEMA, plan, { writers, onProgress: (d, t) => step!.update(d, t) });
     const liveSeconds = (Date.now() - liveStarted) / 1000;
-    step!.done(`${liveFrames} writes, ${Math.round(liveFrames / Math.max(liveSeconds, 0.001))} writes/s`);
+    step!.done(`${formatCount(liveFrames)} writes, ${formatCount(liveFrames / Math.max(liveSeconds, 0.001))} writes/s`);
     step = undefined;
 
     const { status, health, stats } = await healthReport(client, SCHEMA);
@@ -104,13 +105,12 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
       console.log('');
       console.log(`${bold('health')}: ${word}`);
       console.log(keyValues([
-        ['shortfall', String(health.shortfall)],
-        ['excess', String(health.excess)],
+        ['shortfall', formatCount(health.shortfall ?? 0)],
+        ['excess', formatCount(health.excess ?? 0)],
         ['last observed', health.last_observed_at ?? 'nothing captured since activation'],
         ['trigger', health.trigger_enabled ? 'installed, enabled' : 'DISABLED'],
-        ['failures', String(health.failures)],
-        ['stats', !stats ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, ` +
-          `failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution}`],
+        ['failures', formatCount(health.failures ?? 0)],
+        ['stats', !stats ? '-' : statsLine(stats)],
       ]));
       console.log('');
       console.log(renderText(report, { bold, dim, bar: (s) => s }));

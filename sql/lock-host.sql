@@ -43,10 +43,15 @@ BEGIN
         -- started waiting, and with no statement begun since. Once the try gave its place in the queue
         -- back, the writers that queued behind it hold the table too, each for an instant, and are not
         -- named (nor a reader, whose lock conflicts only with ACCESS EXCLUSIVE). Should none qualify, the
-        -- next best: transactions begun before the wait; else every holder. Oldest transaction first.
-        SELECT string_agg(format('pid %s (%s for %s, %s: %s)', h.pid, coalesce(h.usename::text, '?'),
+        -- next best: transactions begun before the wait; else every holder. Oldest transaction first. A
+        -- session of another role shows only its pid and role to a role without pg_read_all_stats: say
+        -- that, and how to see more.
+        SELECT string_agg(CASE WHEN h.query = '<insufficient privilege>'
+                 THEN format('pid %s (role %s; what it runs is hidden from role %s: a superuser sees it, or GRANT pg_read_all_stats TO %s)',
+                             h.pid, coalesce(h.usename::text, '?'), current_user, quote_ident(current_user))
+                 ELSE format('pid %s (%s for %s, %s: %s)', h.pid, coalesce(h.usename::text, '?'),
                  coalesce(to_char(date_trunc('second', clock_timestamp() - h.xact_start), 'HH24:MI:SS'), '?'),
-                 coalesce(h.state, '?'), left(regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)), '; '
+                 coalesce(h.state, '?'), left(regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)) END, '; '
                  ORDER BY h.xact_start NULLS LAST, h.pid) FILTER (WHERE h.evidence = h.best)
           INTO holders
           FROM (SELECT a.*, e.evidence, min(e.evidence) OVER () AS best

@@ -39,13 +39,14 @@ export class PrivilegeError extends UserError {
 }
 
 /**
- * What each command needs beyond USAGE on the schema (docs/security.md, roles): the GRANT for a reading
- * role, or, for a command that writes the installation, the installing role. Health needs nothing more:
- * its functions are SECURITY DEFINER.
+ * What each command needs (docs/security.md, roles): for a reading role, USAGE on the schema and the
+ * SELECT it names; for a command that writes the installation, the installing role. Health and metrics
+ * need USAGE only: the functions they call return counts and timestamps as their owner.
  */
 const PRIVILEGES: Record<string, { tables: string[] } | { installer: string }> = {
+  health: { tables: [] },
+  metrics: { tables: [] },
   report: { tables: ['task_session_subagents', 'task_sessions', 'tasks'] },
-  metrics: { tables: ['task_session_messages'] },
   repair: { installer: 'it writes the missing rows into task_session_subagents with the rights of the role that runs it' },
   backfill: { installer: 'it writes history into task_session_subagents and the activation keys into kandev_meta' },
   up: { installer: 'it creates and replaces the installation\'s tables, functions and trigger' },
@@ -57,15 +58,42 @@ export function privilegeMessage(command: string, schema: string, err: Privilege
   const need = PRIVILEGES[command];
   if (!need || !err.object) return err.message;
   const q = (name: string) => (schema === 'public' ? name : `${sqlName(schema)}.${name}`);
+  const grantee = err.role === CONNECTING_ROLE ? '<role>' : sqlName(err.role);
+  if (err.object === SCHEMA && 'installer' in need) return err.message;
+  if (err.object === SCHEMA && 'tables' in need) {
+    const tables = need.tables.length ? ` and SELECT on ${need.tables.map(q).join(', ')}` : '';
+    return `the role ${err.role} may not use schema ${sqlName(schema)}: \`subagent-context ${command}\` needs USAGE on it${tables}; ` +
+      `grant it with \`GRANT USAGE ON SCHEMA ${sqlName(schema)} TO ${grantee};\`${tables ? ` and \`GRANT SELECT ON ${need.tables.map(q).join(', ')} TO ${grantee};\`` : ''} ` +
+      '(docs/security.md#a-dashboard-role), or run it as the installing role.';
+  }
   const refused = `the role ${err.role} may not use ${q(err.object)}`;
   if ('installer' in need) {
     return `${refused}: \`subagent-context ${command}\` must run as the role that installed subagent-context (the owner ` +
       `of ${q('task_session_subagents')}), because ${need.installer}; no GRANT to another role replaces that.`;
   }
   const tables = need.tables.map(q).join(', ');
+  if (!tables) return err.message;
   return `${refused}: \`subagent-context ${command}\` needs SELECT on ${tables}; grant it with ` +
-    `\`GRANT SELECT ON ${tables} TO ${err.role === CONNECTING_ROLE ? '<role>' : sqlName(err.role)};\` (docs/security.md), ` +
-    'or run it as the installing role.';
+    `\`GRANT SELECT ON ${tables} TO ${grantee};\` (docs/security.md), or run it as the installing role.`;
+}
+
+/** What a PrivilegeError names when the schema itself was refused (no USAGE, or no CREATE for `up`). */
+const SCHEMA = 'schema';
+
+/**
+ * The server ended the session mid-command (pg_terminate_backend, a restart, a shutdown), or the connection
+ * dropped: `next` says what is kept and what to run (a command that knows what it commits says it better).
+ */
+export function sessionEndedSentence(reason: string,
+  next = 'what had committed is kept and the statement running was rolled back: run the command again once the server accepts connections'): string {
+  return `the database ended this session (${reason.replace(/\.$/, '')}: pg_terminate_backend, a restart or a shutdown); ${next}.`;
+}
+
+/** Whether `err` is the session being ended under a command (see sessionEndedSentence). */
+export function isSessionEnded(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return ['57P01', '57P02', '57P03'].includes(e?.code ?? '') ||
+    /^Connection terminated|is not queryable|terminating connection/.test(String(e?.message ?? ''));
 }
 
 /** A pg error, or a connection error, as one sentence that says what to do. */
@@ -79,8 +107,9 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
   // node-pg-migrate wraps the errors of its bookkeeping in plain Errors (no SQLSTATE): read the text.
   const schemaDenied = /permission denied for schema ("[^"]+"|\S+)/.exec(message);
   if (schemaDenied) {
-    return new UserError(`the role ${role} may not create objects in schema ${schemaDenied[1]}: run this as the schema's owner, ` +
-      `or grant it with \`GRANT CREATE ON SCHEMA ${schemaDenied[1]} TO ${role};\`.`);
+    // A command that installs is told what creating needs; a reading one (privilegeMessage) what reading needs.
+    return new PrivilegeError(role, SCHEMA, `the role ${role} may not create objects in schema ${schemaDenied[1]}: run this as the ` +
+      `schema's owner, or grant it with \`GRANT CREATE ON SCHEMA ${schemaDenied[1]} TO ${role};\`.`);
   }
   if (/relation "subagent_context_migrations" already exists/.test(message)) {
     return new UserError(`the role ${role} cannot read subagent_context_migrations, the installation's bookkeeping table, ` +
@@ -89,6 +118,9 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
   if (/^Another migration is already running/.test(message)) {
     return new UserError('another `subagent-context up` (or node-pg-migrate) is installing into this database right now: ' +
       'wait for it to finish, then run this again.');
+  }
+  if (!e.code && /^Connection terminated unexpectedly|is not queryable/.test(message)) {
+    return new UserError(sessionEndedSentence(message));
   }
   if (/client password must be a string/.test(message)) {
     return new UserError(`the server asks for a password and none was given${where}: put it in the URL ` +
@@ -103,6 +135,10 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
     }
     case '25006':  // read_only_sql_transaction: a write on a standby or in a read-only transaction
       return new UserError(READ_ONLY_SENTENCE);
+    case '57P01':  // admin_shutdown: pg_terminate_backend, or a fast shutdown
+    case '57P02':  // crash_shutdown
+    case '57P03':  // cannot_connect_now: the server is starting or stopping
+      return new UserError(sessionEndedSentence(message));
     case 'ECONNREFUSED':
     case 'ENOTFOUND':
     case 'EHOSTUNREACH':
@@ -139,10 +175,12 @@ export function checkUrl(url: string): void {
   }
 }
 
+/** When neither --database-url, DATABASE_URL nor a PG* variable names a database (src/connection.ts). */
+export const NO_DATABASE_SENTENCE = 'no database given: pass --database-url URL, or set DATABASE_URL, or the PG* ' +
+  'variables psql reads (PGHOST, PGDATABASE, PGUSER, or PGSERVICE for an entry of pg_service.conf).';
+
 export async function connect(url: string | undefined): Promise<pg.Client> {
-  if (!url) {
-    throw new UserError('no database given: pass --database-url URL or set DATABASE_URL.');
-  }
+  if (!url) throw new UserError(NO_DATABASE_SENTENCE);
   checkUrl(url);
   const client = new pg.Client({ connectionString: url, application_name: 'subagent-context' });
   client.on('error', () => {}); // a dropped connection surfaces on the next query instead

@@ -6,7 +6,7 @@
 // then, so the cancel goes through the pooler instead (the protocol's CancelRequest), and the session is
 // never terminated.
 import pg from 'pg';
-import { safe } from './output.js';
+import { formatCount, safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
 import { ownsSession, sendCancel } from './pooler.js';
@@ -113,6 +113,17 @@ export async function describeInstallState(admin: pg.Client, schema: string, rer
   if (keys === 2) {
     return 'the backfill had already committed when the cancel reached it: capture is installed and activated; nothing to rerun.';
   }
-  return `the cancelled transaction was rolled back: ${trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed'}, ` +
+  const captured = trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed';
+  // The backfill's batches commit one by one: those done before the cancel are kept, and the walk resumes after them.
+  const { rows: [progress] } = await admin.query(
+    `SELECT to_regclass(format('%I.subagent_context_backfill_progress', $1::text)) IS NOT NULL AS has_progress`, [schema]);
+  const done = progress.has_progress ? (await admin.query(
+    `SELECT batches::float8 AS batches, inserted::float8 AS inserted FROM ${quoteIdent(schema)}.subagent_context_backfill_progress`)).rows[0] : undefined;
+  if (done?.batches > 0) {
+    return `the backfill stopped after ${formatCount(done.batches)} committed batch${done.batches === 1 ? '' : 'es'}, which stored ` +
+      `${formatCount(done.inserted)} history row${done.inserted === 1 ? '' : 's'} (kept), and the batch running was rolled back: ${captured}, ` +
+      `capture is not activated yet, and \`${rerun}\` continues the backfill from where it stopped.`;
+  }
+  return `the cancelled transaction was rolled back: ${captured}, ` +
     `the history is not backfilled and capture is not activated; run \`${rerun}\` again to continue from there.`;
 }

@@ -12,6 +12,7 @@ import { reportCommand } from './commands/report.js';
 import { metricsCommand } from './commands/metrics.js';
 import { explain, ERROR_EXIT, PrivilegeError, privilegeMessage } from './db.js';
 import { scrubSecrets } from './secrets.js';
+import { resolveConnection } from './connection.js';
 import { red, safe, safeLines } from './output.js';
 import { PACKAGE_VERSION } from '#sql';
 
@@ -36,7 +37,8 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n')}
 
 Options (every command):
-  --database-url URL   the database (default: $DATABASE_URL)
+  --database-url URL   the database: a URL or libpq's key=value string (default: $DATABASE_URL, else the PG*
+                       variables and pg_service.conf, as psql reads them)
   --schema S           the schema holding kandev's tables (default: public)
   --json               machine-readable output
   --verbose            show stack traces on errors
@@ -88,6 +90,23 @@ function optionError(err: Error & { code?: string }, args: string[], options: Re
   return `${err.message.replace(/\.$/, '')}.`;
 }
 
+/**
+ * `--since -3d`: a value that starts with a minus and a digit is the value of the option before it, not an
+ * option of its own (node's parser would say "--since needs a value"). Written `--since=-3d` for the parser.
+ */
+export function joinNegativeValues(args: string[], options: Record<string, { type: string }>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const next = args[i + 1];
+    if (/^--[^=]+$/.test(a) && options[a.slice(2)]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 /** An error before any command ran: one sentence on stderr, exit 3 (never a status a check means). */
 function usageError(message: string): number {
   console.error(red(`error: ${safeLines(message)}`));
@@ -114,7 +133,7 @@ export async function main(argv: string[]): Promise<number> {
   const options = { ...COMMON, ...(command.options ?? {}) };
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinNegativeValues(rest, options), options, allowPositionals: true, strict: true });
   } catch (err) {
     return usageError(`${optionError(err as Error & { code?: string }, rest, options)} Run \`subagent-context ${name} --help\`.`);
   }
@@ -140,8 +159,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const verbose = Boolean(values.verbose);
   const schema = (values.schema as string | undefined) ?? 'public';
-  const databaseUrl = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
+  const given = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
+  let databaseUrl: string | undefined;
   try {
+    databaseUrl = command.offline ? undefined : resolveConnection(given);
     return await command.run({
       databaseUrl,
       schema,
@@ -152,11 +173,13 @@ export async function main(argv: string[]): Promise<number> {
     });
   } catch (err) {
     const e = explain(err);
-    const message = e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message;
+    // The installation's SQL starts its own sentences with the product's name, for psql and logs; after
+    // "error: " here it would be said twice.
+    const message = (e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message).replace(/^subagent-context: /, '');
     // Error messages can quote database values (a schema name, a failure's text): escaped for the terminal.
     // Whatever produced them, no password leaves (src/secrets.ts).
-    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl))}`));
-    if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl));
+    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl, given))}`));
+    if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl, given));
     return ERROR_EXIT;
   }
 }

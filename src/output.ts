@@ -1,4 +1,5 @@
 import { progress, type ProgressOptions } from './progress.js';
+export { formatCount } from './count.js';
 import { UserError } from './db.js';
 
 // Terminal output: colour only on a TTY and never with NO_COLOR (https://no-color.org).

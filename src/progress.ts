@@ -2,6 +2,7 @@
 // and pipes). On a terminal it repaints a spinner with a bar (known amount of work) or the elapsed time
 // (one long statement), on a timer; elsewhere it writes nothing until the step ends, and then one line
 // unless quiet.
+import { formatCount } from './count.js';
 
 export interface ProgressStream {
   isTTY?: boolean;
@@ -53,7 +54,7 @@ export function progress(label: string, opts: ProgressOptions = {}): Progress {
     let line = `\r\x1b[K${FRAMES[frame++ % FRAMES.length]} ${label}  `;
     if (total > 0) {
       const filled = Math.round((Math.min(done, total) / total) * BAR_WIDTH);
-      line += `[${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${done}/${total}`;
+      line += `[${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)}] ${formatCount(done)}/${formatCount(total)}`;
     } else {
       line += elapsed();
     }

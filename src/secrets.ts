@@ -44,7 +44,8 @@ export function redactUrl(url: string): string {
 
 /**
  * What a string that does not parse as a URL may show: everything between `://` and the last `@` before the
- * path becomes user:***, and password-like `key=value` pairs lose their value.
+ * path becomes user:***, and password-like `key=value` pairs (a libpq connection string's too, quoted or
+ * not) lose their value.
  */
 function redactLoosely(text: string): string {
   return text
@@ -55,10 +56,12 @@ function redactLoosely(text: string): string {
       rememberSecret(userinfo.slice(colon + 1));
       return `${scheme}${userinfo.slice(0, colon)}:${HIDDEN}@`;
     })
-    .replace(/([?&;\s]|^)([\w-]*(?:pass|secret|token)[\w-]*)=([^&\s"']*)/gi, (_m, lead: string, key: string, value: string) => {
-      rememberSecret(value);
-      return `${lead}${key}=${HIDDEN}`;
-    });
+    // libpq's connection string quotes a value that holds spaces: 'a b', with \' and \\ inside.
+    .replace(/([?&;\s]|^)([\w-]*(?:pass|secret|token)[\w-]*)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s"']*)/gi,
+      (_m, lead: string, key: string, eq: string, value: string) => {
+        rememberSecret(value.startsWith("'") ? value.replace(/^'|'$/g, '').replace(/\\(.)/g, '$1') : value);
+        return `${lead}${key}${eq}${HIDDEN}`;
+      });
 }
 
 /** The environment's secrets, read when asked (they may be set after this module loaded). */

@@ -14,6 +14,8 @@ import { builtCli } from './helpers/cli.js';
 import { installRelease, RELEASES } from './helpers/releases.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { blocksUnder } from './helpers/doc-blocks.js';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
 const which = (name: string) => ['/usr/bin', '/usr/local/bin', '/bin'].map((d) => join(d, name)).find(existsSync);
 const promtool = which('promtool');
@@ -34,7 +36,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const r = await run(promtool!, ['check', 'rules', RULES]);
     console.log(r.out.trim());
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toContain('SUCCESS: 10 rules found');
+    expect(r.out).toContain('SUCCESS: 11 rules found');
   });
 
   it('test rules: each alert is quiet when healthy and fires after its `for`', async () => {
@@ -48,7 +50,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const { readFileSync } = await import('node:fs');
     const alerts = [...readFileSync(RULES, 'utf8').matchAll(/^\s+- alert: (\w+)$/gm)].map((m) => m[1]);
     const tests = readFileSync(RULE_TESTS, 'utf8');
-    expect(alerts).toHaveLength(10);
+    expect(alerts).toHaveLength(11);
     for (const a of alerts) expect(tests, a).toMatch(new RegExp(`alertname: ${a}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
   });
 });
@@ -87,15 +89,16 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
       const port = await freePort();
       children.push(spawn(process.execPath, [cli, 'metrics', '--listen', `127.0.0.1:${port}`, '--database-url', db.url, '--schema', schema],
         { cwd: PACKAGE_ROOT, stdio: 'ignore' }));
-      return `"127.0.0.1:${port}"`;
+      return `127.0.0.1:${port}`;
     }));
     const promPort = await freePort();
-    writeFileSync(join(dir, 'prometheus.yml'), [
-      'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-      `rule_files: [${JSON.stringify(RULES)}]`,
-      'scrape_configs:',
-      `  - { job_name: subagent-context, static_configs: [ { targets: ["127.0.0.1:${exporterPort}", ${others.join(', ')}] } ] }`,
-    ].join('\n'));
+    // docs/dashboards.md's configuration, as a reader copies it: its rules path and targets made this run's.
+    const [documented] = blocksUnder('dashboards.md', 'Prometheus');
+    const config = parseYaml(documented!.text);
+    expect(config.rule_files).toEqual(['node_modules/subagent-context/alerts/subagent-context.rules.yml']);
+    config.rule_files = [RULES];
+    config.scrape_configs[0].static_configs[0].targets = [`127.0.0.1:${exporterPort}`, ...others];
+    writeFileSync(join(dir, 'prometheus.yml'), stringifyYaml({ global: { scrape_interval: '1s', evaluation_interval: '1s' }, ...config }));
     const prom = spawn(prometheus!, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${promPort}`], { stdio: 'ignore' });
     children.push(prom);
@@ -130,7 +133,7 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
     for (const n of ['subagent_context_up', 'subagent_context_shortfall', 'subagent_context_last_subagent_message_timestamp_seconds',
       'subagent_context_persisted_total', 'subagent_context_info']) expect(names).toContain(n);
     const groups = await until('/api/v1/rules', (b) => (b.data.groups.length ? b.data.groups : undefined));
-    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(10);
+    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(11);
     expect(groups[0].rules.every((r: any) => r.health === 'ok'), JSON.stringify(groups[0].rules.map((r: any) => r.lastError))).toBe(true);
 
     // The database answers for every schema: no "unreachable"; nothing installed is the trigger alert, and

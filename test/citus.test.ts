@@ -136,7 +136,7 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
     expect(JSON.parse(h.stdout)).toMatchObject({ status: 'shortfall', shortfall: 1 });
     const r = await cliRun(['repair', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0 });
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0, status: 'healthy' });
     expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
   });
 

@@ -23,6 +23,8 @@ afterAll(() => secured.stop());
 
 const COMMANDS = ['up', 'backfill', 'health', 'repair', 'report', 'metrics', 'uninstall', 'demo'];
 const DB_COMMANDS: string[][] = [['up'], ['backfill'], ['health'], ['repair'], ['report'], ['metrics', '--once'], ['uninstall']];
+const NO_DATABASE = 'error: no database given: pass --database-url URL, or set DATABASE_URL, or the PG* variables psql reads ' +
+  '(PGHOST, PGDATABASE, PGUSER, or PGSERVICE for an entry of pg_service.conf).';
 const noStack = (s: string) => expect(s, 'no stack trace').not.toMatch(/^\s+at /m);
 
 // The CLI-only cases share no state: each spawns its own process, so they run side by side.
@@ -74,7 +76,7 @@ describe.concurrent('connection errors, for every command that needs a database'
   it.each(DB_COMMANDS)('%s: no database, unreachable, wrong password, missing database', async (...args) => {
     const none = await runCli(cli, args);
     expect(none.code).toBe(3);
-    expect(none.stderr.trim()).toBe('error: no database given: pass --database-url URL or set DATABASE_URL.');
+    expect(none.stderr.trim()).toBe(NO_DATABASE);
 
     const unreachable = await runCli(cli, [...args, '--database-url', 'postgres://postgres@127.0.0.1:1/kandev']);
     expect(unreachable.code).toBe(3);
@@ -104,7 +106,8 @@ describe('errors about the target schema', () => {
   it("up: kandev's tables missing, and a schema that does not exist", async () => {
     const bare = await runCli(cli, ['up', '--schema', 'bare'], env());
     expect(bare.code).toBe(3);
-    expect(bare.stderr.trim()).toBe(`error: subagent-context: kandev's host tables are missing in schema "bare": ` +
+    // Said once: not "error: subagent-context: …", the prefix the installation's own messages carry.
+    expect(bare.stderr.trim()).toBe(`error: kandev's host tables are missing in schema "bare": ` +
       `kandev_meta, task_sessions, task_session_messages. Install into the schema that holds kandev's tables (--schema).`);
     for (const c of [['up'], ['report'], ['metrics', '--once']]) {
       const r = await runCli(cli, [...c, '--schema', 'nope'], env());
@@ -167,7 +170,7 @@ describe('--verbose and NO_COLOR', () => {
     const coloured = await onTerminal({ NO_COLOR: undefined });
     expect(coloured).toContain('\x1b[31merror: no database given');
     const plain = await onTerminal({ NO_COLOR: '1' });
-    expect(plain).toContain('error: no database given: pass --database-url URL or set DATABASE_URL.');
+    expect(plain).toContain(NO_DATABASE);
     expect(plain).not.toContain('\x1b[');
   });
 });
@@ -209,7 +212,7 @@ describe('exit status 3 on every error, and --version on every command', () => {
     const r = await runCli(cli, ['health', '--database-url', 'not-a-url']);
     expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe('error: --database-url / DATABASE_URL must be a URL like ' +
-      'postgres://user:password@host:5432/database, got "not-a-url".');
+      'postgres://user:password@host:5432/database or a connection string like "host=db dbname=kandev user=kandev", got "not-a-url".');
   });
 
   it('a URL without a password on a SCRAM server says to add one (not "client password must be a string")', async () => {
@@ -244,7 +247,7 @@ describe('exit status 3 on every error, and --version on every command', () => {
       // An idle session holding the lock is also what a transaction pooler's server connection looks like
       // after node-pg-migrate ran through it: the sentence says how to tell, and what to do then.
       const { rows: [{ pid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
-      expect(r.stderr.trim()).toMatch(new RegExp('^error: subagent-context: another `subagent-context up` \\(or node-pg-migrate\\) is ' +
+      expect(r.stderr.trim()).toMatch(new RegExp('^error: another `subagent-context up` \\(or node-pg-migrate\\) is ' +
         `installing into this database right now, or pid ${pid} kept node-pg-migrate's lock after one \\(idle for [0-9:]+; .*\\), so ` +
         'this one stopped, changing nothing more: wait for it to finish and run this again, or, if nothing is installing, end that ' +
         `session first \\(SELECT pg_terminate_backend\\(${pid}\\)\\)$`));

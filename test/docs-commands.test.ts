@@ -7,8 +7,9 @@
 //   - `$ subagent-context ARGS`: run with DATABASE_URL set; `--database-url postgres://USER@HOST/kandev`
 //     in a doc means the test's database. A non-zero exit is printed as `[exit N]` after the output.
 //   - In expected output, `…` inside a line matches any text, and a line that is only `…` matches any
-//     number of lines. Times (2026-12-02T14:28:02.270164000Z, 2026-12-02 14:28:02) compare as equal to
-//     any time, and the database's name as `kandev`.
+//     number of lines. Times (2026-12-02T14:28:02.270164000Z, 2026-12-02 14:28:02, and the exporter's
+//     Unix times: `…_timestamp_seconds{…} 1796221466.553986`) compare as equal to any time, and the
+//     database's name as `kandev`.
 //   - `<!-- before: subagent-context ARGS -->` just above a block runs that first, silently (exit 0).
 import { describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
@@ -50,10 +51,12 @@ function words(line: string): string[] {
 }
 
 const TIME = /\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?\b/g;
+const UNIX_TIME = /(_timestamp_seconds\{[^}]*\} )\d+(?:\.\d+)?$/gm;
 
 /** Whether `actual` is what `expected` shows, with times, the database name and `…` as described above. */
 export function matchesDoc(actual: string, expected: string, database: string): boolean {
-  const norm = (s: string) => s.replace(TIME, '<time>').replaceAll(database, 'kandev').split('\n').map((l) => l.trimEnd());
+  const norm = (s: string) => s.replace(TIME, '<time>').replace(UNIX_TIME, '$1<time>').replaceAll(database, 'kandev')
+    .split('\n').map((l) => l.trimEnd());
   const want = norm(expected.trimEnd());
   const got = norm(actual.trimEnd());
   const lineRe = (l: string) => new RegExp(`^${l.split('…').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
@@ -79,6 +82,8 @@ describe('the helpers read a doc the way a reader does', () => {
     expect(matchesDoc('a\nb\nc\nd\n', 'a\n…\nd\n', 'x')).toBe(true);
     expect(matchesDoc('rows 87 of 90\n', 'rows … of 90\n', 'x')).toBe(true);
     expect(matchesDoc('rows 86\n', 'rows 87\n', 'x')).toBe(false);
+    expect(matchesDoc('a_timestamp_seconds{schema="x"} 1796565567.917834\n', 'a_timestamp_seconds{schema="x"} 1796221466.553986\n', 'x')).toBe(true);
+    expect(matchesDoc('a_total{schema="x"} 1796565567\n', 'a_total{schema="x"} 1796221466\n', 'x')).toBe(false);
     expect(matchesDoc('a\nb\n', 'a\n', 'x')).toBe(false);
   });
 

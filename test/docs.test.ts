@@ -8,9 +8,14 @@ import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import config from '../vitest.config.js';
+import { blocksUnder } from './helpers/doc-blocks.js';
+import { goMarshal } from '../kandev/gojson.js';
+import { planTraffic } from '../kandev/traffic-plan.js';
+import { createTurn, insertMessage } from '../kandev/host.js';
 
 const read = (doc: string) => readFileSync(join(PACKAGE_ROOT, 'docs', doc), 'utf8');
 const scratch = await freshDatabase('docs_fixture'); // empty: no host tables
+const messageDb = await freshDatabase('docs_message', { from: 'installed' });
 const psql = ['/usr/bin/psql', '/usr/local/bin/psql'].find(existsSync);
 
 describe('docs/demo.md: kandev\'s tables by hand', () => {
@@ -31,6 +36,27 @@ describe('docs/demo.md: kandev\'s tables by hand', () => {
     const health = await runCli(cli, ['health', '--json'], { DATABASE_URL: scratch.url });
     expect(health.code, health.stderr).toBe(0);
     expect(JSON.parse(health.stdout)).toMatchObject({ status: 'idle', activated: true });
+  });
+});
+
+describe('docs/integration.md: a whole subagent message, as kandev writes it', () => {
+  it('is one of the demo traffic\'s messages byte for byte once compacted, and capture derives the row the doc describes', async () => {
+    const [block] = blocksUnder('integration.md', 'A subagent message, as kandev writes it');
+    expect(block!.lang).toBe('json');
+    const text = goMarshal(JSON.parse(block!.text));
+    const write = planTraffic({ invalidJson: false }).sessions.flatMap((s) => s.turns.flatMap((t) => t.writes)).find((w) => 'metadata' in w && w.metadata === text);
+    expect(write, 'the demo writes this exact metadata').toBeDefined();
+    const db = messageDb;
+    {
+      const t = await createTurn(db.pool, 'public', 'docs');
+      await insertMessage(db.pool, 'public', { id: 'doc-message', session: t.session, task: t.task, turn: t.turn, metadata: text });
+      const { rows: [row] } = await db.query(`SELECT tool_call_id, parent_tool_call_id, subagent_type, description, agent_id, child_session_id,
+          model, agent_status, tool_status, is_async, total_tokens::int, tool_use_count::int, duration_ms::int FROM task_session_subagents`);
+      expect(row).toEqual('subagent' in write! ? write.subagent : undefined);
+      const prose = read('integration.md');
+      for (const fact of ['`subagent_type` `security-reviewer`', '`model` `claude-opus-5[1m]`', '`is_async` 0', '`total_tokens` 118541',
+        '`tool_use_count` 12', '`duration_ms` 172762']) expect(prose.replace(/\s+/g, ' ')).toContain(fact);
+    }
   });
 });
 

@@ -2,7 +2,8 @@
 // transaction (a writer for `up`, a mere reader for `uninstall`) used to make every writer wait behind
 // our lock request for as long as it stayed idle. Now each try waits at most subagent_context.lock_timeout
 // (1 s), backs off, and after its tries the command stops with one sentence naming that session.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
@@ -90,5 +91,38 @@ describe('`uninstall` with a reader idle in its transaction', async () => {
     const again = await runCli(cli, ['uninstall', '--database-url', db.url]);
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
+  }, 120_000);
+});
+
+describe('`up` as a role that may not see the holder\'s session', async () => {
+  const db = await freshDatabase('host_locks_hidden', { from: 'host' });
+  const role = `sc_lock_owner_${randomBytes(3).toString('hex')}`;
+  await db.query(`CREATE ROLE ${role} LOGIN; CREATE SCHEMA owned AUTHORIZATION ${role}`);
+  await db.createHost('owned');
+  for (const table of ['kandev_meta', 'tasks', 'task_sessions', 'task_session_turns', 'task_session_messages']) {
+    await db.query(`ALTER TABLE owned.${table} OWNER TO ${role}; ALTER TABLE owned.${table} SET (autovacuum_enabled = off)`);
+  }
+  afterAll(async () => { await db.query(`DROP SCHEMA owned CASCADE; DROP OWNED BY ${role}; DROP ROLE ${role}`); });
+
+  it('names the pid and role it can see, and how to see what that session runs (not "?, ?: <insufficient privilege>")', async () => {
+    const t = await createTurn(db.pool, 'owned', 'idle');
+    const idle = await db.connect();  // the superuser: its activity is hidden from an ordinary role
+    const { rows: [{ pid }] } = await idle.query(`SELECT pg_backend_pid() AS pid`);
+    await idle.query('BEGIN');
+    await insertMessage(idle, 'owned', { id: 'idle-1', session: t.session, task: t.task, turn: t.turn, metadata: '{"kind":"message"}' });
+    const u = new URL(db.url);
+    u.username = role;
+    u.password = '';
+    try {
+      const r = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: u.toString(),
+        PGOPTIONS: '-c subagent_context.lock_tries=1 -c subagent_context.lock_timeout=200ms' });
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain(`is held by a long transaction (pid ${pid} (role ${new URL(db.url).username || 'postgres'}; what it runs is hidden ` +
+        `from role ${role}: a superuser sees it, or GRANT pg_read_all_stats TO ${role})`);
+      expect(r.stderr).not.toContain('<insufficient privilege>');
+    } finally {
+      await idle.query('ROLLBACK');
+      await idle.end();
+    }
   }, 120_000);
 });

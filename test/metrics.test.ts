@@ -108,6 +108,7 @@ describe('metrics --listen', () => {
                                                  WHERE metadata LIKE '%subagent_task%' AND created_at >= '2099-01-01'`)).rows[0].s);
     expect(Object.fromEntries([...m.keys()].map((k) => [k, value(m, k)]))).toEqual({
       subagent_context_up: 1,
+      subagent_context_permission_denied: 0,
       subagent_context_upgrade_required: 0,
       subagent_context_activated: 1,
       subagent_context_trigger_installed: 1,

@@ -82,7 +82,7 @@ describe.skipIf(!PGBOUNCER)('through pgbouncer that resets every server session 
         else {
           expect(r.code).toBe(3);
           expect(r.stderr.trim().split('\n')).toHaveLength(1);
-          expect(r.stderr).toMatch(/^error: subagent-context: another `subagent-context up` \(or node-pg-migrate\) (is installing into this database right now \(pid \d+\)|installed or removed migrations in this schema while this one ran), so this one stopped, changing nothing more/);
+          expect(r.stderr).toMatch(/^error: another `subagent-context up` \(or node-pg-migrate\) (is installing into this database right now \(pid \d+\)|installed or removed migrations in this schema while this one ran), so this one stopped, changing nothing more/);
         }
       }
       expect(runs.some((r) => r.code === 0)).toBe(true);

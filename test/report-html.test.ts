@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { seedReportFixture } from './helpers/report-fixture.js';
+import { createTurn } from '../kandev/host.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -26,6 +27,7 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
   // then would never be dropped.
   if (!runs) return;
   const db = await freshDatabase('report_html');
+  const edges = await freshDatabase('report_html_edges', { from: 'installed' });
   const cli = builtCli();
   let dir = '';
   beforeAll(async () => {
@@ -33,6 +35,45 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
     await seedReportFixture(db);
   });
   afterAll(() => { if (dir) rmSync(dir, { recursive: true, force: true }); });
+
+  it('keeps every chart label and value inside its chart and the page at 420 and 1280 px, the widest at the edges too', async () => {
+    // The per-day chart's first and last bars carry its widest numbers: 10,965 on the first day, 21,600 on the last.
+    const t = await createTurn(edges.pool, 'public', 'edges');
+    await edges.query(`INSERT INTO task_session_subagents (id, task_session_id, task_id, tool_call_id, agent_execution_id, observed_at, updated_at)
+      SELECT 'r' || d || '-' || n, $1, $2, 'c' || d || '-' || n, 'unknown', day, day
+        FROM (VALUES (0, 10965), (44, 300), (89, 21600)) AS v(d, count),
+             LATERAL (SELECT timestamp '2099-01-01' - (89 - d) * interval '1 day' AS day) AS x,
+             generate_series(1, count) AS n`, [t.session, t.task]);
+    const file = join(dir, 'edges.html');
+    const r = await runCli(cli, ['report', '--html', file], { DATABASE_URL: edges.url });
+    expect(r.code, r.stderr).toBe(0);
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+    try {
+      for (const width of [420, 1280]) {
+        const page = await browser.newPage({ viewport: { width, height: 900 } });
+        await page.goto(pathToFileURL(file).href);
+        const out = await page.evaluate(() => {
+          const page = document.documentElement.clientWidth;
+          return [...document.querySelectorAll('svg.chart text')].filter((t) => getComputedStyle(t).display !== 'none').map((t) => {
+            const b = t.getBoundingClientRect();
+            const c = t.closest('svg')!.getBoundingClientRect();
+            return { chart: t.closest('svg')!.id, text: t.textContent, left: b.left, right: b.right, chartLeft: c.left, chartRight: c.right, page };
+          });
+        });
+        const trend = out.filter((t) => t.chart === 'chart-trend').map((t) => t.text);
+        expect(trend, `the edge values are shown at ${width} px`).toEqual(expect.arrayContaining(['10,965', '21,600']));
+        for (const t of out) {
+          const where = `${t.chart} "${t.text}" at ${width} px: ${Math.round(t.left)}..${Math.round(t.right)} in ${Math.round(t.chartLeft)}..${Math.round(t.chartRight)}`;
+          expect(t.left, where).toBeGreaterThanOrEqual(Math.max(0, t.chartLeft) - 0.5);
+          expect(t.right, where).toBeLessThanOrEqual(Math.min(t.page, t.chartRight) + 0.5);
+        }
+        await page.close();
+      }
+    } finally {
+      await browser.close();
+    }
+  });
 
   it('renders the charts and the numbers, offline', async () => {
     const file = join(dir, 'report.html');

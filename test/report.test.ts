@@ -119,6 +119,24 @@ describe('report --since / --until', () => {
     expect((await json('--until', '12h')).overview).toMatchObject({ subagents: 1, backfill: 1 });
   });
 
+  it('the edges PostgreSQL holds: --until 9999-12-31, --since 0001-01-01, --since now, a time ago written -3d', async () => {
+    const all = await runCli(cli, ['report', '--json', '--since', '0001-01-01', '--until', '9999-12-31'], env);
+    expect(all.stderr).toBe('');
+    expect(all.code).toBe(0);
+    expect(JSON.parse(all.stdout).window).toMatchObject({ since: '0001-01-01T00:00:00Z', until: '10000-01-01T00:00:00Z' });
+    expect(JSON.parse(all.stdout).overview).toMatchObject({ subagents: 8 });
+    for (const format of [['--width', '100'], ['--html', join(tmpdir(), `sc-edges-${process.pid}.html`)]]) {
+      const r = await runCli(cli, ['report', '--until', '9999-12-31', ...format], env);
+      expect(r.stderr.replace(/^wrote the HTML report to .*\n$/, '')).toBe('');
+      expect(r.code).toBe(0);
+    }
+    rmSync(join(tmpdir(), `sc-edges-${process.pid}.html`), { force: true });
+    // A time ago with a minus, as `date -d -3days` takes it, is the same as without; "now" is documented.
+    expect((await json('--since', '-7d')).overview).toMatchObject({ subagents: 7, backfill: 0 });
+    expect((await json('--until', '-12h')).overview).toMatchObject({ subagents: 1, backfill: 1 });
+    expect((await json('--until', 'now')).overview).toMatchObject({ subagents: 1, backfill: 1 });
+  });
+
   it('speaks of one turn of one session in the singular', async () => {
     const text = await runCli(cli, ['report', '--since', '2099-01-01T00:00:09Z', '--width', '1000'], env);
     expect(text.stdout).toContain('1 subagent (1 live, 0 backfilled) in 1 turn of 1 session. Usage was reported by 1 subagent and not by 0.');
@@ -126,7 +144,10 @@ describe('report --since / --until', () => {
   });
 
   it.each([
-    [['--since', 'yesterday'], /^error: --since must be a date \(2026-08-01\), a date and time in UTC .* or a time ago like 30m, 12h, 7d or 2w; got "yesterday"\.$/],
+    [['--since', 'yesterday'], /^error: --since must be a date from 0001-01-01 to 9999-12-31 \(2026-08-01\), a date and time in UTC .*, now, or a time ago like 30m, 12h, 7d or 2w; got "yesterday"\.$/],
+    // Year 0 is no year to PostgreSQL, and 999,999 weeks ago is before the earliest time it holds.
+    [['--since', '0000-12-31'], /^error: --since must be a date from 0001-01-01 to 9999-12-31 .*; got "0000-12-31"\.$/],
+    [['--since', '999999w'], /^error: --since 999999w reaches back before 4713 BC, the earliest time PostgreSQL holds: give a shorter time ago, or a date\.$/],
     [['--until', '2026-02-30'], /^error: --until must be a date .*; got "2026-02-30"\.$/],
     [['--since', '2026-08-01T25:00'], /^error: --since must be a date .*; got "2026-08-01T25:00"\.$/],
     [['--since', '2099-01-02', '--until', '2099-01-01'], /^error: --since \(2099-01-02 00:00:00\.000 UTC\) must be before --until \(2099-01-02 00:00:00\.000 UTC\): nothing lies between them\.$/],

@@ -7,11 +7,12 @@
 // console block, this file checks that the steps fit together from a clone.
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/database.js';
 import { blocksUnder, runShell } from './helpers/doc-blocks.js';
+import { firingAlerts, PROMTOOL } from './helpers/alert-rules.js';
 import { installRelease, RELEASES } from './helpers/releases.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { planTraffic } from '../kandev/traffic-plan.js';
@@ -23,38 +24,14 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 const clone = join(work, 'subagent-context');
 const fresh = await freshDatabase('walk_fresh', { from: 'host' });
 const old = await freshDatabase('walk_upgrade', { from: 'host' });
-const promtool = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find(existsSync);
+const promtool = PROMTOOL;
 
 /** `npx subagent-context …` in the clone, as install.md's "From a clone" runs it. */
 const sc = (db: { url: string }, ...args: string[]) =>
   runShell(`npx --no-install subagent-context ${args.map((a) => `'${a}'`).join(' ')}`, clone, { DATABASE_URL: db.url });
 
-/** The alerts the shipped rules fire after `minutes` of scrapes that all read `metrics` (promtool test rules). */
-function firing(metrics: string, minutes = 60): string[] {
-  const series = metrics.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => {
-    const at = l.lastIndexOf(' ');
-    return { series: l.slice(0, at), values: `${l.slice(at + 1)}+0x${minutes}` };
-  });
-  const names = [...execFileSync('grep', ['-o', 'alert: \\w*', join(clone, 'alerts', 'subagent-context.rules.yml')], { encoding: 'utf8' })
-    .matchAll(/alert: (\w+)/g)].map((m) => m[1]!);
-  const file = join(work, 'rules.test.yml');
-  writeFileSync(file, JSON.stringify({
-    rule_files: [join(clone, 'alerts', 'subagent-context.rules.yml')],
-    evaluation_interval: '1m',
-    tests: [{
-      interval: '1m',
-      input_series: [...series, { series: 'up{job="subagent-context"}', values: `1+0x${minutes}` }],
-      alert_rule_test: names.map((alertname) => ({ eval_time: `${minutes}m`, alertname, exp_alerts: [] })),
-    }],
-  }));
-  try {
-    execFileSync(promtool!, ['test', 'rules', file], { encoding: 'utf8' });
-    return [];
-  } catch (err) {
-    const out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
-    return [...new Set([...out.matchAll(/alertname: (\w+)/g)].map((m) => m[1]!))];
-  }
-}
+/** The alerts the clone's shipped rules fire on a scrape repeated for an hour (promtool's output captured). */
+const firing = (metrics: string) => firingAlerts(join(clone, 'alerts', 'subagent-context.rules.yml'), metrics);
 
 // Each step runs several commands in a row (a build, npx start-ups): minutes on a busy machine.
 describe('a fresh clone, followed through the docs', { timeout: 300_000 }, () => {

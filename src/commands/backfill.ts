@@ -2,7 +2,7 @@ import type { Command } from './types.js';
 import { assertWritable, withClient } from '../db.js';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { backfill, failIfBackfillFailed, type BackfillResult } from '../install.js';
-import { printJson, keyValues, safe } from '../output.js';
+import { printJson, formatCount, keyValues, safe } from '../output.js';
 import { sameRelease } from '../installed.js';
 
 export const backfillCommand: Command = {
@@ -39,7 +39,7 @@ Example:
  */
 export function backfillSummary(result: BackfillResult): string {
   return `backfill: ${result.status}\n` + keyValues([
-    ['rows backfilled', String(result.inserted)],
+    ['rows backfilled', formatCount(result.inserted)],
     ['capture_since', safe(result.capture_since ?? '(absent)')],
     ['backfill_through', result.backfill_through === '' ? "'' (no history)" : safe(result.backfill_through ?? '(absent)')],
   ]);

@@ -27,6 +27,7 @@ Examples:
   npm start
   subagent-context demo --json | jq .report.fanout_per_turn
   subagent-context demo --keep      # then, in another terminal: subagent-context report --database-url URL`,
+  offline: true,
   options: { keep: { type: 'boolean' }, writers: { type: 'string' }, scale: { type: 'string' } },
   async run(ctx) {
     const { runDemo } = await import('../../demo/demo.js');

@@ -1,10 +1,10 @@
 import type { Command, CommandContext } from './types.js';
-import { withClient, type Client } from '../db.js';
-import { healthReport, healthTarget, type HealthReport } from '../health.js';
+import { isSessionEnded, sessionEndedSentence, UserError, withClient, type Client } from '../db.js';
+import { healthReport, healthTarget, type HealthReport, type Stats } from '../health.js';
 import { OtherRelease } from '../installed.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { reconcileAll, reconcileFor } from '../reconcile.js';
-import { printJson, keyValues, bold, green, red, yellow, safe } from '../output.js';
+import { printJson, keyValues, bold, formatCount, green, red, yellow, safe } from '../output.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { HEALTH_STATUSES, STATUSES } from '../status.js';
 
@@ -74,7 +74,14 @@ async function fullReconciliation(client: Client, ctx: CommandContext): Promise<
   const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
     describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
       'and the next `subagent-context health --full` (or the next health check) resumes it.',
-  }, () => reconcileAll(client, ctx.schema, { stream: ctx.json ? undefined : process.stderr, now: true }));
+  }, () => reconcileAll(client, ctx.schema, { stream: ctx.json ? undefined : process.stderr, now: true })).catch((err: unknown) => {
+    // Ended from outside (pg_terminate_backend, a restart): the same facts as an interrupt, and the next step.
+    if (isSessionEnded(err)) {
+      throw new UserError(sessionEndedSentence(String((err as Error).message), 'every step the reconciliation completed is kept: run ' +
+        '`subagent-context health --full` again once the server accepts connections, and it resumes from there'));
+    }
+    throw err;
+  });
   if (last.status === 'read_only') {
     console.error('health --full: this server is read-only (a standby): it cannot run a reconciliation; the answer below is ' +
       'what the primary last recorded. Run `subagent-context health --full` against the primary.');
@@ -95,26 +102,33 @@ function answer(report: HealthReport, ctx: CommandContext): number {
   console.log(`${bold('subagent-context health')} (schema ${safe(ctx.schema)}): ${word}`);
   console.log(`  ${STATUSES[status].advice(ctx.schema, health.shortfall)}`);
   if (status === 'not_installed' || status === 'trigger_orphaned') return exitCode;
-  const n = (v: number | null) => (v === null ? 'not measured (not activated)' : String(v));
+  const n = (v: number | null) => (v === null ? 'not measured (not activated)' : formatCount(v));
   const key = (v: string | null, empty: string) => (v === null ? '(absent)' : v === '' ? empty : v);
   console.log();
   console.log(keyValues([
     ['shortfall', health.shortfall === null ? n(null)
-      : `${health.shortfall}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
+      : `${formatCount(health.shortfall)}${health.shortfall > 0 ? '  <- subagent messages since activation with no row: the only alarm' : ''}`],
     ['excess', health.excess === null ? n(null)
-      : `${health.excess}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
+      : `${formatCount(health.excess)}${health.excess > 0 ? '  (rows with no subagent message since activation; informational)' : ''}`],
     ['last observed', safe(health.last_observed_at ?? (health.activated ? 'none since activation' : '-'))],
     ['capture_since', safe(key(health.capture_since, "'' (unreadable)"))],
     ['backfill_through', safe(key(health.backfill_through, "'' (no history to backfill)"))],
     ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
     ['failures', health.failures === null ? n(null)
-      : `${health.failures}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
+      : `${formatCount(health.failures)}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
     ['reconciled', health.reconciled_at === null ? (health.activated ? 'no complete reconciliation yet (run `subagent-context health --full`)' : '-')
       : `${safe(health.reconciled_at)} (history before it compared then; only later writes compared now)`],
-    ['collisions', `${health.collisions}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
+    ['collisions', `${formatCount(health.collisions ?? 0)}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],
     ['version', `installed ${safe(health.installed_version ?? 'unknown')}, package ${PACKAGE_VERSION}` +
       (report.upgradeAvailable ? ': the code installed is another build of this release or for another PostgreSQL major, run `subagent-context up`' : '')],
-    ['stats', stats === null ? '-' : `attempted ${stats.attempted}, persisted ${stats.persisted}, skipped (no identity) ${stats.skipped_no_identity}, failed ${stats.failed}, anomalous ${stats.anomalous_value}, unknown execution ${stats.unknown_execution} (since install, not transactional)`],
+    ['stats', stats === null ? '-' : `${statsLine(stats)} (since install, not transactional)`],
   ]));
   return exitCode;
+}
+
+/** The capture counters in one line, as `health` and the demo print them. */
+export function statsLine(stats: Stats): string {
+  return `attempted ${formatCount(stats.attempted)}, persisted ${formatCount(stats.persisted)}, ` +
+    `skipped (no identity) ${formatCount(stats.skipped_no_identity)}, failed ${formatCount(stats.failed)}, ` +
+    `anomalous ${formatCount(stats.anomalous_value)}, unknown execution ${formatCount(stats.unknown_execution)}`;
 }

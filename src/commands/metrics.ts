@@ -1,5 +1,5 @@
 import type { Command } from './types.js';
-import { checkUrl, UserError } from '../db.js';
+import { checkUrl, NO_DATABASE_SENTENCE, UserError } from '../db.js';
 import { printJson } from '../output.js';
 import { METRICS, formatMetrics, metricsJson } from '../metrics/format.js';
 import { evaluate } from '../metrics/evaluate.js';
@@ -62,7 +62,7 @@ Examples:
   async run(ctx) {
     const timeoutMs = seconds(ctx.args['timeout-seconds'], 'timeout-seconds', DEFAULT_TIMEOUT_SECONDS, 0.1) * 1000;
     const cacheMs = seconds(ctx.args['cache-seconds'], 'cache-seconds', DEFAULT_CACHE_SECONDS, 0) * 1000;
-    if (!ctx.databaseUrl) throw new UserError('no database given: pass --database-url URL or set DATABASE_URL.');
+    if (!ctx.databaseUrl) throw new UserError(NO_DATABASE_SENTENCE);
     checkUrl(ctx.databaseUrl); // a URL that cannot work fails now, not at the first scrape
     const target = { databaseUrl: ctx.databaseUrl, schema: ctx.schema, timeoutMs };
     if (ctx.json && !ctx.args.once) throw new UserError('--json goes with --once (a scrape is always the Prometheus text format).');

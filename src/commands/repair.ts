@@ -5,7 +5,8 @@ import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
 import { sameRelease } from '../installed.js';
-import { printJson, step, yellow } from '../output.js';
+import { exitCodeFor, STATUSES } from '../status.js';
+import { formatCount, printJson, step, yellow } from '../output.js';
 
 export const repairCommand: Command = {
   name: 'repair',
@@ -19,8 +20,9 @@ under the message's metadata.agent_execution_id, else 'unknown'). Rows of other 
 In batches, each a short transaction; then reads the shortfall again and says what, if anything, is still
 missing (see docs/health.md).
 
---json prints {"repaired": N, "replayed": R, "shortfall": M}: rows stored, failures replayed, and the
-shortfall afterwards.
+--json prints {"repaired": N, "replayed": R, "shortfall": M, "status": S}: rows stored, failures replayed,
+the shortfall afterwards, and health's status (a disabled trigger is still trigger_disabled: repair stores
+rows, it does not turn capture back on).
 
 Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
@@ -30,24 +32,30 @@ Example:
       await assertWritable(client);
       const done = { repaired: 0, replayed: 0, held: 0, unreplayed: 0 };
       await cancelOnInterrupt(client, ctx.databaseUrl!, {
-        describe: async () => `repair stopped: ${done.repaired} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
-          `${done.replayed} failed capture${done.replayed === 1 ? '' : 's'} replayed in the batches that had committed ` +
+        describe: async () => `repair stopped: ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
+          `${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'} replayed in the batches that had committed ` +
           '(the one running was rolled back); run `subagent-context repair` again to do the rest.',
       }, () => repair(client, ctx.schema, done, ctx.json ? undefined : process.stderr));
-      const shortfall = (await readHealth(client, ctx.schema)).shortfall ?? 0;
-      if (ctx.json) printJson({ repaired: done.repaired, replayed: done.replayed, shortfall });
+      const health = await readHealth(client, ctx.schema);
+      const shortfall = health.shortfall ?? 0;
+      if (ctx.json) printJson({ repaired: done.repaired, replayed: done.replayed, shortfall, status: health.status });
       else {
-        const replayed = done.replayed ? `, replayed ${done.replayed} failed capture${done.replayed === 1 ? '' : 's'}` : '';
-        console.log(`repaired ${done.repaired} missing row${done.repaired === 1 ? '' : 's'}${replayed}; shortfall now ${shortfall}`);
+        const replayed = done.replayed ? `, replayed ${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'}` : '';
+        console.log(`repaired ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'}${replayed}; ` +
+          `shortfall now ${formatCount(shortfall)}`);
         if (done.held + done.unreplayed > 0) {
-          console.log(yellow(`${done.held + done.unreplayed} could not be written now: a transaction that is still open holds ` +
-            'their rows, or the write failed again (subagent_context_failures says why); run `subagent-context repair` again later.'));
+          console.log(yellow(`${formatCount(done.held + done.unreplayed)} could not be written now: a transaction that is still open ` +
+            'holds their rows, or the write failed again (subagent_context_failures says why); run `subagent-context repair` again later.'));
+        }
+        // Stored rows do not turn capture back on: with the trigger disabled, every new subagent is missed again.
+        if (exitCodeFor(health.status) === 2) {
+          console.log(yellow(`health is still ${health.status} (exit 2): ${STATUSES[health.status].advice(ctx.schema, shortfall)}`));
         }
         // A key can stay missing when a row for the same session and tool call exists under execution
         // 'unknown' but was observed before capture_since (a tool_call_id reused after activation): repair
         // never touches an existing row.
         if (shortfall > 0) {
-          console.log(yellow(`${shortfall} still missing: a row for the same session and tool call exists, observed ` +
+          console.log(yellow(`${formatCount(shortfall)} still missing: a row for the same session and tool call exists, observed ` +
             'before capture_since (a reused tool_call_id), or they were written after this repair. See docs/health.md.'));
         }
       }

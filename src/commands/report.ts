@@ -29,8 +29,9 @@ Usage the agent did not report is shown as "unknown" (null in --json), never as 
 launch returns, so its run time is known only where the agent reported duration_ms.
 
 Options:
-  --since WHEN  only subagents first observed at or after WHEN: 2026-08-01, 2026-08-01T09:30 (UTC, or
-                with Z or an offset), or a time ago: 30m, 12h, 7d, 2w
+  --since WHEN  only subagents first observed at or after WHEN: a date (2026-08-01; 0001-01-01 to
+                9999-12-31), a date and time (2026-08-01T09:30, UTC unless it has Z or an offset), now,
+                or a time ago: 30m, 12h, 7d, 2w (or -7d)
   --until WHEN  only those observed before WHEN (a date alone includes that whole day)
                 The window applies to the terminal report, --json and --html alike; health is not windowed.
   --json        the report as one JSON object

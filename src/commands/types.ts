@@ -15,5 +15,7 @@ export interface Command {
   options?: Record<string, { type: 'string' | 'boolean'; short?: string }>;
   /** Groups of options of which at most one may be given (e.g. --once and --listen). */
   conflicts?: string[][];
+  /** Takes no database (the demo starts its own): --database-url and the PG* variables are not read. */
+  offline?: boolean;
   run(ctx: CommandContext): Promise<number>;
 }

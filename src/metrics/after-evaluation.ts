@@ -31,6 +31,8 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
     await client.connect();
     return await reconcileFor(client, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs });
   } catch (err) {
+    // The exporter is stopping and closed this connection on purpose: the step's error is that, not a fault.
+    if (context.signal.aborted) return null;
     if ((err as { code?: string }).code !== '42501') throw err;
     notPermitted.add(context.schema);
     throw new Error('this role may not advance the reconciliation, so health reads what was written since the last one ' +

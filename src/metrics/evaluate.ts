@@ -3,7 +3,7 @@
 // whole by a deadline, and `signal` (no scrape is waiting any more) cancels the server-side query.
 import pg from 'pg';
 import { sqlFile } from '#sql';
-import { assertSchemaExists, captureTriggerExists, explain } from '../db.js';
+import { assertSchemaExists, captureTriggerExists, explain, PrivilegeError, privilegeMessage } from '../db.js';
 import { readInstalled } from '../installed.js';
 import { sendCancel } from '../pooler.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
@@ -22,6 +22,8 @@ export interface Evaluation {
   row: Record<string, unknown> | null;
   /** Why `up` is false (or what could not be read), scrubbed of secrets. */
   error?: string;
+  /** The database answered but refused the exporter's role a privilege (SQLSTATE 42501): `error` names the GRANT. */
+  permissionDenied?: boolean;
   /** When it finished, in ms since the epoch (what the cache's age is measured from). */
   finishedAt: number;
 }
@@ -158,11 +160,13 @@ export class Evaluator {
       // in a failed transaction, or dead).
       if (this.client) this.discard(this.client);
       const e = err as { code?: string; message?: string };
+      const explained = stopped || e.code === '57014' ? null : explain(err, databaseUrl, schema);
       const reason = stopped ?? (e.code === '57014'
         ? `health took longer than ${timeoutMs / 1000} s (--timeout-seconds) and was cancelled by statement_timeout`
-        : explain(err, databaseUrl, schema).message);
+        // A missing privilege names the GRANT, as `report` does.
+        : explained instanceof PrivilegeError ? privilegeMessage('metrics', schema, explained) : explained!.message);
       return { up: false, status: null, installedVersion: null, upgradeRequired: null, row: null,
-        error: scrubSecrets(reason, databaseUrl), finishedAt: Date.now() };
+        error: scrubSecrets(reason, databaseUrl), permissionDenied: !stopped && e.code === '42501', finishedAt: Date.now() };
     } finally {
       clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);

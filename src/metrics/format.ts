@@ -17,6 +17,7 @@ const labelValue = (v: string) => `"${safe(v).replace(/\\/g, '\\\\').replace(/"/
 /** Every metric `metrics` can export, in order, with its type and help (also what `metrics --help` lists). */
 export const METRICS: MetricDef[] = [
   { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape and what is installed could be read (nothing installed counts), else 0.' },
+  { name: 'subagent_context_permission_denied', type: 'gauge', help: "1 when the database answered but refused the exporter's role a privilege it needs (the scrape error names the GRANT), 0 when the scrape could read; absent when the database could not be asked." },
   { name: 'subagent_context_status', type: 'gauge', help: "Health's one verdict (subagent_context_health().status, or not_installed / trigger_orphaned when there is no installation to ask): 1 for the current value of the status label, 0 for the others. Absent when the installed release is too old to say." },
   { name: 'subagent_context_upgrade_required', type: 'gauge', help: 'Installations only: 1 when the installed release is not this exporter\'s (or was built for another PostgreSQL major): run `subagent-context up`.' },
   { name: 'subagent_context_info', type: 'gauge', help: 'Always 1; the labels carry the installed release (installed_version, empty when none) and the exporter\'s (package_version).' },
@@ -29,7 +30,7 @@ export const METRICS: MetricDef[] = [
   { name: 'subagent_context_last_subagent_message_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest subagent message created since activation. Absent when none.', column: 'last_message_seconds' },
   { name: 'subagent_context_reconciled_timestamp_seconds', type: 'gauge', help: "Unix time health's newest complete reconciliation started (reconciled_at): the full comparison covers every message before it. Absent when none.", column: 'reconciled_seconds' },
   { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key). Absent before activation.', column: 'capture_since_seconds' },
-  { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation.', column: 'failures' },
+  { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation that repair has not replayed yet.', column: 'failures' },
   { name: 'subagent_context_collisions', type: 'gauge', help: 'Rows whose (session, tool call) is shared with a row of another execution.', column: 'collisions' },
   { name: 'subagent_context_attempted_total', type: 'counter', help: 'Qualifying message writes seen by the capture trigger.', column: 'attempted' },
   { name: 'subagent_context_skipped_no_identity_total', type: 'counter', help: 'Qualifying writes skipped for lack of session, task or tool call id.', column: 'skipped_no_identity' },
@@ -50,6 +51,7 @@ const numberOf = (v: unknown): number | null =>
  */
 function samplesOf(m: MetricDef, e: Evaluation, packageVersion: string): Sample[] {
   if (m.name === 'subagent_context_up') return [{ labels: {}, value: e.up ? 1 : 0 }];
+  if (m.name === 'subagent_context_permission_denied') return e.up || e.permissionDenied ? [{ labels: {}, value: e.up ? 0 : 1 }] : [];
   if (!e.up) return [];
   switch (m.name) {
     case 'subagent_context_status':

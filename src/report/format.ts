@@ -1,11 +1,12 @@
 // How the report writes a value, for every renderer: NULL is "unknown" (not reported), never 0.
 import type { Num } from './model.js';
+import { formatCount } from '../count.js';
 
 export const UNKNOWN = 'unknown';
 
 export function fmtInt(v: Num): string {
   if (v === null || v === undefined) return UNKNOWN;
-  return Math.round(v).toLocaleString('en-US');
+  return formatCount(v);
 }
 
 export function fmtDec(v: Num, digits = 2): string {

@@ -45,21 +45,35 @@ export function svgBarChart(c: Chart): string {
   const max = Math.max(1, ...c.bars.map((b) => b.value));
   const slot = n ? 100 / n : 0;
   const bw = slot * 0.7;
-  // Past 6 bars the first and last slots are too narrow to centre a label on: it is anchored at the edge.
+  // Past 6 bars the first and last slots are too narrow to centre a label on: it is anchored at the edge,
+  // and the stride's labels next to it give way.
   const edges = n > 6;
   const labels = labelClasses(n, Math.max(0, ...c.bars.map((b) => textPx(safe(b.label)))), edges);
-  const values = labelClasses(n, Math.max(0, ...c.bars.map((b) => textPx(b.shown))));
+  const values = labelClasses(n, Math.max(0, ...c.bars.map((b) => textPx(b.shown))), edges);
   const highest = c.bars.findIndex((b) => b.value === max);
+  /**
+   * Where a value of `px` pixels goes above bar `i`: centred on it, unless centred it would cross the
+   * chart's left or right border at the narrowest width a chart is laid out for (the first and last bars of
+   * a long trend, whose numbers are clipped there otherwise); then it starts at its slot's left edge, or ends
+   * at its slot's right edge, inside the chart at every width.
+   */
+  const place = (i: number, px: number): [number, 'start' | 'middle' | 'end'] => {
+    const slotPx = LABEL_WIDTHS[0].px / n;
+    if ((i + 0.5) * slotPx < px / 2) return [i * slot, 'start'];
+    if ((n - i - 0.5) * slotPx < px / 2) return [(i + 1) * slot, 'end'];
+    return [(i + 0.5) * slot, 'middle'];
+  };
   const body = c.bars.map((b, i) => {
     const h = Math.round(((H - bottom - top) * b.value) / max);
     const y = H - bottom - h;
     const mid = (i + 0.5) * slot;
-    // A label at either edge is anchored inside the chart, not centred across its border.
-    const [lx, anchor] = edges && i === 0 ? [0, 'start'] : edges && i === n - 1 ? [100, 'end'] : [mid, 'middle'];
     const label = htmlText(b.label);
+    // A label at either edge is anchored inside the chart; the stride keeps the others clear of the borders.
+    const [lx, anchor] = edges && i === 0 ? [0, 'start'] : edges && i === n - 1 ? [100, 'end'] : [mid, 'middle'];
+    const [vx, vAnchor] = place(i, textPx(b.shown));
+    const text = (cls: string) => `<text class="${cls}" x="${pct(vx)}" y="${y - 4}" text-anchor="${vAnchor}">${escapeHtml(b.shown)}</text>`;
     // Many bars: a value is written where there is room for it, and always on the highest bar; zeros are not.
-    const value = n <= 12 || i === highest ? `<text class="value" x="${pct(mid)}" y="${y - 4}" text-anchor="middle">${escapeHtml(b.shown)}</text>`
-      : b.value === 0 ? '' : `<text class="value thin ${values[i]}" x="${pct(mid)}" y="${y - 4}" text-anchor="middle">${escapeHtml(b.shown)}</text>`;
+    const value = n <= 12 || i === highest ? text('value') : b.value === 0 ? '' : text(`value thin ${values[i]}`);
     return `<g class="bar" data-label="${label}" data-value="${b.value}">` +
       `<rect x="${pct(mid - bw / 2)}" y="${y}" width="${pct(bw)}" height="${h}" fill="#4c78a8"><title>${label}: ${escapeHtml(b.shown)}` +
       `${b.note ? ` ${htmlText(b.note)}` : ''}</title></rect>${value}` +

@@ -68,7 +68,9 @@ export function barChart(rows: Array<{ label: string; value: number; shown: stri
   if (rows.length === 0) return style.dim('  (no data)');
   const max = Math.max(...rows.map((r) => r.value), 1);
   const shown = rows.map((r) => r.shown + (r.note ? ` ${r.note}` : ''));
-  const vw = Math.max(...shown.map(len));
+  // The room the bars leave is for the text after a bar: a row without a bar may run past it.
+  const barred = shown.filter((_s, i) => rows[i]!.value > 0);
+  const vw = Math.max(...(barred.length ? barred : shown).map(len));
   const lw = Math.min(Math.max(...rows.map((r) => len(r.label))), Math.max(8, Math.floor(width / 3)));
   const barMax = Math.max(5, Math.min(width - lw - vw - 6, Math.floor(width / 2)));
   return rows.map((r, i) => {

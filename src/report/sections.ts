@@ -9,8 +9,12 @@ import { UNKNOWN, cardLabel, count, depthLabel, fmtAge, fmtDec, fmtDuration, fmt
 
 /** One bar of a histogram: `shown` is the value as written; `note` is said after it. */
 export interface Bar { label: string; value: number; shown: string; note?: string }
-/** A histogram: vertical bars on the page, horizontal ones on the terminal. */
-export interface Chart { id: string; caption: string; bars: Bar[] }
+/**
+ * A histogram: vertical bars on the page, horizontal ones on the terminal. `condensed`, when given, is what
+ * the terminal shows instead of `bars`: the page draws every day of a trend as an axis, the terminal writes
+ * a run of days without data as one row.
+ */
+export interface Chart { id: string; caption: string; bars: Bar[]; condensed?: Bar[] }
 /** Usage reported against not reported, per group: a page-only picture of what the table beside it says. */
 export interface StackChart { id: string; caption: string; rows: Array<{ label: string; reported: number; notReported: number }> }
 /** A table; `facts` is a two-column list of label and value. */
@@ -91,17 +95,32 @@ function topSection(id: string, title: string, level: 'card' | 'session', rows: 
   };
 }
 
+/** Days with subagents as they are, and each run of days without any as one row: "none through …". */
+function condenseDays(bars: Bar[]): Bar[] {
+  const out: Bar[] = [];
+  for (let i = 0; i < bars.length;) {
+    if (bars[i]!.value > 0) { out.push(bars[i++]!); continue; }
+    let j = i;
+    while (j + 1 < bars.length && bars[j + 1]!.value === 0) j++;
+    out.push({ label: bars[i]!.label, value: 0, shown: 'none',
+      note: j > i ? `through ${bars[j]!.label} (${count(j - i + 1, 'day')})` : undefined });
+    i = j + 1;
+  }
+  return out;
+}
+
 /** The trend's heading says which days it shows, and the note how to see others. */
 function trendSection(r: Report): Section {
   const days = r.trend_per_day;
   const first = days[0]?.day, last = days.at(-1)?.day;
   const cut = first !== undefined && r.window.first_observed !== null && r.window.first_observed.slice(0, 10) < first;
+  const bars = days.map((d) => ({ label: d.day, value: d.subagents, shown: fmtInt(d.subagents),
+    note: `(${fmtInt(d.async)} async${d.total_tokens === null ? '' : `, ${fmtInt(d.total_tokens)} tokens`})` }));
   return {
     id: 'trend', level: 2,
     title: first ? `Subagents per day (UTC), ${first} to ${last}` : 'Subagents per day (UTC)',
     chart: { id: 'chart-trend', caption: `Subagents first observed per day${days.length ? `: ${count(days.length, 'day')}` : ''}`,
-      bars: days.map((d) => ({ label: d.day, value: d.subagents, shown: fmtInt(d.subagents),
-        note: `(${fmtInt(d.async)} async${d.total_tokens === null ? '' : `, ${fmtInt(d.total_tokens)} tokens`})` })) },
+      bars, condensed: condenseDays(bars) },
     notes: cut ? [`The last ${TREND_DAYS} days of the window, which holds subagents from ${r.window.first_observed!.slice(0, 10)} on: ` +
       `see earlier days with --until ${first}.`] : undefined,
   };

@@ -18,7 +18,7 @@ function drawSection(s: Section, style: Style, width: number): string[] {
     const columns = s.table.columns.map((c) => ({ ...c, header: terminalSafe(c.header) }));
     out.push(table(columns, s.table.rows.map((row) => row.map(terminalSafe)), style, width));
   } else if (s.chart) {
-    out.push(barChart(s.chart.bars.map((b) => ({ ...b, label: terminalSafe(b.label) })), style, width));
+    out.push(barChart((s.chart.condensed ?? s.chart.bars).map((b) => ({ ...b, label: terminalSafe(b.label) })), style, width));
   }
   for (const note of s.notes ?? []) out.push(style.dim(wrap(terminalSafe(note), width)));
   return out;

@@ -146,7 +146,7 @@ describe('a missed subagent beside a standing excess', async () => {
     const before = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0 });
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0, status: 'healthy' });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
     const [{ id, ...repaired }] = after.filter((row) => row.tool_call_id === 'toolu_missed');
@@ -160,6 +160,24 @@ describe('a missed subagent beside a standing excess', async () => {
     expect(await health('miss')).toMatchObject({ shortfall: 0n, excess: 2n });
     const again = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss']);
     expect(again).toEqual({ code: 0, stdout: 'repaired 0 missing rows; shortfall now 0\n', stderr: '' });
+  });
+});
+
+describe('repair with the capture trigger still disabled', async () => {
+  const t = await activated('stilloff');
+  await db.query(`ALTER TABLE stilloff.task_session_messages DISABLE TRIGGER subagent_context_capture`);
+  await insertMessage(db.pool, 'stilloff', { id: 'unseen', session: t.session, task: t.task, turn: t.turn,
+    created_at: '2030-01-01 00:00:01', metadata: frame('toolu_unseen') });
+
+  it('stores the row, then says health is still trigger_disabled and what turns capture back on', async () => {
+    expect((await healthJson('stilloff')).body).toMatchObject({ status: 'trigger_disabled', shortfall: 1 });
+    const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'stilloff']);
+    expect(r).toEqual({ code: 0, stderr: '', stdout: 'repaired 1 missing row; shortfall now 0\n' +
+      'health is still trigger_disabled (exit 2): the capture trigger exists but does not fire: new subagents are not recorded. ' +
+      'Run `ALTER TABLE "stilloff".task_session_messages ENABLE TRIGGER subagent_context_capture;`, then `subagent-context repair`.\n' });
+    const json = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'stilloff', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual({ repaired: 0, replayed: 0, shortfall: 0, status: 'trigger_disabled' });
+    expect((await healthJson('stilloff')).code).toBe(2);
   });
 });
 

@@ -12,6 +12,21 @@ import { sampleReport } from '../helpers/report-fixture.js';
 const report = sampleReport() as Report;
 const decode = (s: string) => s.replaceAll('&amp;', '&').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"').replaceAll('&#39;', "'");
 
+describe('the per-day trend on the terminal', () => {
+  const day = (d: string, subagents: number) => ({ day: d, subagents, async: 0, sessions: subagents ? 1 : 0, total_tokens: null });
+  it('writes a single day without subagents as "none", and a run of them as one line', () => {
+    const trend = [day('2099-01-01', 2), day('2099-01-02', 0), day('2099-01-03', 1), day('2099-01-04', 0), day('2099-01-05', 0), day('2099-01-06', 4)];
+    const text = renderText({ ...report, trend_per_day: trend } as Report, undefined, 80);
+    expect(text.match(/^ {2}2099-\d\d-\d\d │.*$/gm)).toEqual([
+      '  2099-01-01 │████████████████████ 2 (0 async)',
+      '  2099-01-02 │ none',
+      '  2099-01-03 │██████████ 1 (0 async)',
+      '  2099-01-04 │ none through 2099-01-05 (2 days)',
+      '  2099-01-06 │████████████████████████████████████████ 4 (0 async)',
+    ]);
+  });
+});
+
 describe('one description, two renderers', () => {
   const doc = describeReport(report, '2026-12-04T12:00:00Z');
   const text = renderText(report, undefined, 1000);
@@ -35,9 +50,13 @@ describe('one description, two renderers', () => {
     expect(doc.sections.find((s) => s.id === 'trend')!.title).toBe('Subagents per day (UTC), 2098-10-04 to 2099-01-01');
     expect(text).toContain('see earlier days with --until 2098-10-04.');
     expect(html).toContain('see earlier days with --until 2098-10-04.');
-    // Every one of its 90 days is drawn on the terminal and on the page.
-    expect(text.match(/^ {2}2098-\d\d-\d\d │/gm)).toHaveLength(89);
+    // The page draws every one of its 90 days, an axis; the terminal writes the days with subagents and
+    // one line for each run of days without any.
     expect(html.match(/<g class="bar" data-label="209\d-\d\d-\d\d"/g)).toHaveLength(90);
+    expect(text.match(/^ {2}209\d-\d\d-\d\d │.*$/gm)).toEqual([
+      '  2098-10-04 │ none through 2098-12-31 (89 days)',
+      `  2099-01-01 │${'█'.repeat(500)} 7 (3 async, 1,500 tokens)`,
+    ]);
   });
 
   it('the still-running table has a heading on the page', () => {
