@@ -26,8 +26,7 @@ DECLARE
   reconciled record;
   recent record;
   recorded record;
-  stored_sessions text[];
-  stored_calls text[];
+  stored record;
 BEGIN
   IF since IS NULL THEN
     RETURN;
@@ -38,26 +37,14 @@ BEGIN
          array_agg(c.message_created_at) AS instants
     INTO recent
     FROM @extschema@.subagent_context_compare(since, coalesce(reconciled.started_at, since), 'infinity') AS c;
-  -- The recorded keys, and which of them have their row now (read through their sessions' rows).
-  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls,
-         array_agg(k.task_session_id || E'\x1f' || k.tool_call_id) AS keys
+  -- The recorded keys, and which of them have their row now; where the server can write (a standby reads
+  -- the primary's record), those are dropped from the record, and the misses of the recent part recorded.
+  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls
     INTO recorded
     FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
-  IF recorded.keys IS NOT NULL THEN
-    EXECUTE $q$
-      SELECT array_agg(r.task_session_id), array_agg(r.tool_call_id)
-        FROM @extschema@.task_session_subagents AS r
-       WHERE r.task_session_id = ANY ($1) AND r.task_session_id || E'\x1f' || r.tool_call_id = ANY ($2)
-         AND r.observed_at >= $3
-    $q$ INTO stored_sessions, stored_calls USING recorded.sessions, recorded.keys, since;
-  END IF;
-
-  -- Where the server can write (a standby reads the primary's record): recorded keys that have their row
-  -- now are dropped, and the misses of the recent part are recorded.
-  IF writable AND stored_sessions IS NOT NULL THEN
-    DELETE FROM @extschema@.subagent_context_missing_keys AS k
-     USING unnest(stored_sessions, stored_calls) AS u(s, c)
-     WHERE k.capture_since = since AND k.task_session_id = u.s AND k.tool_call_id = u.c;
+  SELECT * INTO stored FROM @extschema@.subagent_context_stored_keys(since, recorded.sessions, recorded.calls);
+  IF writable THEN
+    PERFORM @extschema@.subagent_context_forget_missing(since, stored.sessions, stored.calls);
   END IF;
   IF writable AND 'missing' = ANY (recent.kinds) THEN
     PERFORM @extschema@.subagent_context_record_missing(since, array_agg(u.s), array_agg(u.c), array_agg(u.t))
@@ -69,7 +56,7 @@ BEGIN
     SELECT DISTINCT d.kind, d.task_session_id, d.tool_call_id
       FROM (SELECT 'missing'::text AS kind, u.s AS task_session_id, u.c AS tool_call_id
               FROM unnest(recorded.sessions, recorded.calls) AS u(s, c)
-              LEFT JOIN unnest(stored_sessions, stored_calls) AS x(s, c) ON x.s = u.s AND x.c = u.c
+              LEFT JOIN unnest(stored.sessions, stored.calls) AS x(s, c) ON x.s = u.s AND x.c = u.c
              WHERE x.s IS NULL
             UNION ALL
             SELECT 'excess', k.task_session_id, k.tool_call_id
@@ -100,6 +87,11 @@ CREATE FUNCTION @extschema@.subagent_context_health(
   OUT status text, OUT installed_version text, OUT reconciled_at timestamp)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Every read here is bounded by an index; a plan that scanned a table instead, because its statistics are
+-- stale (right after a large repair or backfill), would cost what history costs. JIT off: with seq scans
+-- priced out, a query of a few rows looks costly enough to be compiled, which takes ~100 ms.
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
   since timestamp;
@@ -132,13 +124,21 @@ BEGIN
   -- Rows that share (session, tool call) with a row of another execution (docs/integration.md). Two rows
   -- of one key have different execution ids (the unique key), so at most one of them is 'unknown': only
   -- keys with a row of a known execution can collide, and task_session_subagents_known_execution_idx lists
-  -- exactly those (none where the host sends no execution id, so this costs nothing there).
-  SELECT coalesce(sum(n), 0) INTO collisions
-    FROM (SELECT count(*) AS n FROM @extschema@.task_session_subagents AS r
-           WHERE (r.task_session_id, r.tool_call_id) IN (
-                   SELECT k.task_session_id, k.tool_call_id FROM @extschema@.task_session_subagents AS k
-                    WHERE k.agent_execution_id <> 'unknown')
-           GROUP BY r.task_session_id, r.tool_call_id HAVING count(*) > 1) AS c;
+  -- exactly those (none where the host sends no execution id, so this costs nothing there); each is then
+  -- counted through the unique key and that index.
+  SELECT coalesce(sum(c.n), 0) INTO collisions
+    FROM (SELECT DISTINCT k.task_session_id, k.tool_call_id FROM @extschema@.task_session_subagents AS k
+           WHERE k.agent_execution_id <> 'unknown') AS known
+   CROSS JOIN LATERAL (
+           SELECT count(*) AS n
+             FROM (SELECT 1 FROM @extschema@.task_session_subagents AS r
+                    WHERE r.task_session_id = known.task_session_id AND r.agent_execution_id = 'unknown'
+                      AND r.tool_call_id = known.tool_call_id
+                   UNION ALL
+                   SELECT 1 FROM @extschema@.task_session_subagents AS r
+                    WHERE r.task_session_id = known.task_session_id AND r.tool_call_id = known.tool_call_id
+                      AND r.agent_execution_id <> 'unknown') AS x) AS c
+   WHERE c.n > 1;
 
   -- Until activation there is nothing to compare against: shortfall, excess, last_observed_at and
   -- failures stay NULL.

@@ -79,6 +79,46 @@ BEGIN
 END
 $$;
 
+-- Which of the given keys have a row observed since `since`, under any execution id: each looked up
+-- through the unique key (execution 'unknown') and the index of known executions. The keys travel as one
+-- intermediate result (MATERIALIZED), which Citus sends each worker once, not inside every shard's query.
+-- Internal.
+CREATE FUNCTION @extschema@.subagent_context_stored_keys(since timestamp, given_sessions text[], given_calls text[],
+  OUT sessions text[], OUT calls text[])
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF given_sessions IS NULL THEN
+    RETURN;
+  END IF;
+  EXECUTE $q$
+    WITH given AS MATERIALIZED (SELECT u.s, u.c FROM unnest($1::text[], $2::text[]) AS u(s, c)),
+         stored AS (
+           SELECT k.s, k.c FROM given AS k
+             JOIN @extschema@.task_session_subagents AS r
+               ON r.task_session_id = k.s AND r.agent_execution_id = 'unknown' AND r.tool_call_id = k.c
+            WHERE r.observed_at >= $3
+           UNION
+           SELECT k.s, k.c FROM given AS k
+             JOIN @extschema@.task_session_subagents AS r
+               ON r.task_session_id = k.s AND r.tool_call_id = k.c AND r.agent_execution_id <> 'unknown'
+            WHERE r.observed_at >= $3)
+    SELECT array_agg(x.s), array_agg(x.c) FROM stored AS x
+  $q$ INTO sessions, calls USING given_sessions, given_calls, since;
+END
+$$;
+
+-- Drops recorded missing keys that have their row now (subagent_context_stored_keys()). Internal.
+CREATE FUNCTION @extschema@.subagent_context_forget_missing(since timestamp, sessions text[], calls text[])
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+  DELETE FROM @extschema@.subagent_context_missing_keys AS k
+   USING unnest(sessions, calls) AS u(s, c)
+   WHERE k.capture_since = since AND k.task_session_id = u.s AND k.tool_call_id = u.c
+$$;
+
 -- The code that compares here: the installed code layer's digest (a run by other code is not trusted).
 CREATE FUNCTION @extschema@.subagent_context_method()
 RETURNS text LANGUAGE sql STABLE
@@ -114,6 +154,8 @@ CREATE FUNCTION @extschema@.subagent_context_reconcile(
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the step within a second
+SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET jit = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_capture_since();

@@ -27,53 +27,74 @@ BEGIN
 END
 $$;
 
--- One batch of missing keys, in the order of their messages' creation, after the cursor (NULLs: from the
--- start; the first call also records what health finds missing now): each key's row derived from its
--- newest qualifying message (the backfill's derivation, source 'backfill'), unless the key has a row
--- under any execution id. Keys whose row a transaction still holds are left for a later run (held).
--- pending: the recorded keys after this batch; the cursor of the next batch; more: there may be one.
+-- One batch of missing keys, newest message first, after the cursor (NULLs: from the newest; the first
+-- call also records what health finds missing now): each key's row derived from its newest qualifying
+-- message (the backfill's derivation, source 'backfill'), unless the key has a row under any execution id.
+-- Where the batch's keys are most of the candidate messages of the span of time they cover (a large gap),
+-- the span is walked as the backfill walks a window, which stores the same rows, and the other missing keys
+-- in it, at the backfill's rate; otherwise each key's messages are looked up at the instant a comparison
+-- saw them. Keys whose row a transaction still holds are left for a later run (held). pending: the recorded
+-- keys after this batch; the cursor of the next batch; more: there may be one.
 CREATE FUNCTION @extschema@.subagent_context_repair(
-  after_created_at timestamp DEFAULT NULL, after_key text DEFAULT NULL,
+  before_created_at timestamp DEFAULT NULL, before_key text DEFAULT NULL,
   OUT repaired bigint, OUT held bigint, OUT pending bigint, OUT next_created_at timestamp, OUT next_key text,
   OUT more boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the batch within a second
+SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET jit = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_repairable();
   batch integer := @extschema@.subagent_context_batch_messages();
   keys record;
+  dense boolean;
   got record;
 BEGIN
-  IF after_created_at IS NULL THEN
+  IF before_created_at IS NULL THEN
     PERFORM count(*) FROM @extschema@.subagent_context_discrepancies();
   END IF;
-  SELECT array_agg(k.task_session_id ORDER BY k.message_created_at, k.key) AS sessions,
-         array_agg(k.key ORDER BY k.message_created_at, k.key) AS keys,
-         array_agg(k.message_created_at ORDER BY k.message_created_at, k.key) AS instants,
+  SELECT array_agg(k.task_session_id ORDER BY k.message_created_at DESC, k.key DESC) AS sessions,
+         array_agg(k.tool_call_id ORDER BY k.message_created_at DESC, k.key DESC) AS calls,
+         array_agg(k.key ORDER BY k.message_created_at DESC, k.key DESC) AS keys,
+         array_agg(k.message_created_at ORDER BY k.message_created_at DESC, k.key DESC) AS instants,
          count(*) AS n
     INTO keys
-    FROM (SELECT m.task_session_id, m.task_session_id || E'\x1f' || m.tool_call_id AS key, m.message_created_at
+    FROM (SELECT m.task_session_id, m.tool_call_id, m.task_session_id || E'\x1f' || m.tool_call_id AS key, m.message_created_at
             FROM @extschema@.subagent_context_missing_keys AS m
            WHERE m.capture_since = since
              AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id)
-                 > (coalesce(after_created_at, '-infinity'), coalesce(after_key, ''))
-           ORDER BY m.message_created_at, 2
+                 < (coalesce(before_created_at, 'infinity'), coalesce(before_key, ''))
+           ORDER BY m.message_created_at DESC, 2 DESC
            LIMIT batch) AS k;
   more := keys.n = batch;
   IF keys.n = 0 THEN
     repaired := 0; held := 0; pending := 0;
     RETURN;
   END IF;
-  SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
+  -- Whether the span of the batch holds at most twice as many candidate messages as keys.
+  EXECUTE $q$
+    SELECT count(*) <= 2 * $3 FROM (SELECT 1 FROM @extschema@.task_session_messages AS m
+                                     WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+                                     LIMIT 2 * $3 + 1) AS w
+  $q$ INTO dense USING keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', keys.n;
+  IF dense THEN
+    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(
+      keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', NULL, NULL, NULL, 'skip');
+  ELSE
+    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
+  END IF;
   repaired := got.stored;
   held := got.held;
+  -- The batch's keys that have their row now leave the record (health would drop them on its next call).
+  SELECT * INTO got FROM @extschema@.subagent_context_stored_keys(since, keys.sessions, keys.calls);
+  PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
   next_created_at := keys.instants[keys.n];
   next_key := keys.keys[keys.n];
   SELECT count(*) INTO pending FROM @extschema@.subagent_context_missing_keys AS m
    WHERE m.capture_since = since
-     AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) > (next_created_at, next_key);
+     AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
 END
 $$;
 
