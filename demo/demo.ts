@@ -7,7 +7,7 @@ import { healthReport } from '../src/health.js';
 import { planTraffic } from '../kandev/traffic-plan.js';
 import { writeHistory, replayLive } from '../kandev/traffic-write.js';
 import { readReport, renderText } from '../src/report/index.js';
-import { UserError } from '../src/db.js';
+import { UserError } from '../src/errors.js';
 import { printJson, bold, dim, formatCount, green, red, yellow, keyValues, step as progressStep, type Progress } from '../src/output.js';
 import { statsLine } from '../src/commands/health.js';
 

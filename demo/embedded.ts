@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo, platform, arch } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { UserError } from '../src/db.js';
+import { UserError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 /** The URL of another database on the same server (the tests' and the benchmark's fresh databases). */

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { quoteIdent } from '#sql';
 import { executeWrite, type WriteTarget } from './traffic-write.js';
 import type { Write } from './traffic-plan.js';
-import { isTerminalToolStatus } from '../src/constants.js';
+import { isTerminalToolStatus } from './terminal-statuses.js';
 import { utcTimestamp } from '../src/timestamp.js';
 
 /** kandev's upsert into its own table: one prepared statement. */

@@ -1,28 +1,14 @@
--- Capture: the trigger subagent_context_capture on task_session_messages and its function
--- capture_subagent_message() turn each qualifying message write into one upsert of task_session_subagents
--- (docs/decisions.md#derivation, #merge-and-identity). Internal: the trigger's name and ENABLE state are
--- what operators touch.
+-- Capture (docs/decisions.md#derivation, #merge-and-identity): the trigger subagent_context_capture turns
+-- each qualifying message write into one upsert of task_session_subagents. WHEN prefilter -> parse ->
+-- subagent_merge_message(): derive_subagent_row (derive.sql) and one INSERT ... ON CONFLICT DO UPDATE whose
+-- SET clause is the whole merge, so concurrent writers of a key converge in any commit order; `repair`
+-- replays a failed capture through the same function.
 --
--- Data flow: WHEN prefilter -> parse metadata -> subagent_merge_message(): derive_subagent_row (derive.sql)
--- and one INSERT ... ON CONFLICT DO UPDATE whose SET clause is the whole merge. No read-then-write, so
--- concurrent writers of one key converge on one row in any commit order. `repair` replays a failed capture
--- through the same subagent_merge_message().
---
--- Never breaks the message write: everything after the WHEN clause runs inside one EXCEPTION block.
--- Unparseable metadata does not qualify. Any fault in the write (constraint, lock timeout, deadlock,
--- privilege, dropped or altered table) is reported with RAISE WARNING, recorded in
--- subagent_context_failures, and the message write goes on.
---
--- Never makes a message write wait long: two writes of one (session, tool call) meet on the unique key, and
--- the second waits for the first one's transaction. A cancel by the host's statement_timeout is not an
--- error the EXCEPTION block may catch (the message write would be lost), so every lock wait of ours ends
--- after 200 ms (lock_timeout, a SET clause: PostgreSQL restores the caller's value when the function
--- returns) as a recorded failure (SQLSTATE 55P03). The block is a subtransaction: more than 64 captured
--- writes in one transaction overflow the backend's subxid cache (docs/bulk-loads.md).
---
--- SECURITY DEFINER: writers of messages need no privilege on the subagent table. search_path is pinned
--- here, once; the per-row helpers stay inlinable and are parsed under this path. Every expression here is
--- compiled again per transaction, so the common path is kept to few statements and operators.
+-- Never breaks the message write: everything after the WHEN clause runs in one EXCEPTION block (a
+-- subtransaction: docs/bulk-loads.md), and any fault is warned, recorded in subagent_context_failures, and
+-- the write goes on. Never makes it wait long: a host's statement_timeout cancel cannot be caught, so our
+-- lock waits end after 200 ms as a recorded failure (55P03). SECURITY DEFINER with a pinned search_path:
+-- writers need no privilege on the subagent table, and their objects cannot hijack it (docs/security.md).
 
 -- The one upsert: the row derived from a message, merged into its row (docs/decisions.md#merge-and-identity).
 -- Returns 1 when a row was stored, 0 when the document does not qualify or lacks an identity. Internal.

@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_failures (
   message            text NOT NULL,
   detail             text
 );
--- When `repair` re-derived the row from the message as it is now (NULL: not yet). Added in 0.4.0.
+-- When `repair` re-derived the row from the message as it is now (NULL: not yet).
 ALTER TABLE @extschema@.subagent_context_failures ADD COLUMN IF NOT EXISTS replayed_at timestamp(6);
 CREATE INDEX IF NOT EXISTS subagent_context_failures_occurred_idx
   ON @extschema@.subagent_context_failures (occurred_at);

@@ -89,7 +89,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 -- Every read here is bounded by an index; a plan that scanned a table instead, because its statistics are
 -- stale (right after a large repair or backfill), would cost what history costs. JIT off: with seq scans
--- priced out, a query of a few rows looks costly enough to be compiled, which takes ~100 ms.
+-- priced out, a query of a few rows looks costly enough to be compiled, which costs more than it saves.
 SET enable_seqscan = off
 SET jit = off
 AS $$

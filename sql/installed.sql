@@ -1,6 +1,5 @@
 -- What the code layer installed here (data layer; internal): one row, written with the code layer
--- (subagent_context_record_installation()) and read by subagent_context_installation(). Added in 0.4.0;
--- earlier releases returned constants from that function instead.
+-- (subagent_context_record_installation()) and read by subagent_context_installation().
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_installed (
   singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
   version      text NOT NULL,              -- the package version

@@ -1,24 +1,12 @@
 -- Health's index on task_session_messages when kandev partitions that table (data layer; internal;
--- docs/partitioning.md). PostgreSQL refuses CREATE INDEX CONCURRENTLY on a partitioned table, and a
--- plain CREATE INDEX would hold every writer of every partition for a whole scan. So, without a long lock:
---   1. the index is created ON ONLY the partitioned table: catalog only, INVALID until complete;
---   2. each partition's index is built with CREATE INDEX CONCURRENTLY (writers go on);
---   3. each is attached (ALTER INDEX … ATTACH PARTITION); the parent index turns valid with the last one.
--- From then on a partition created (CREATE TABLE … PARTITION OF) or attached (ATTACH PARTITION) later gets
--- the index from PostgreSQL itself: it builds or adopts the partition's index under the host's own lock.
--- A run interrupted anywhere is completed by the next one: an INVALID partition index (a cancelled
--- build) is dropped and built again, a built one that is not attached yet is attached, and a complete
--- index leaves nothing to do.
---
--- The definition and comment are those of the plain table's index (message-index.sql); both are
--- HEALTH_INDEX of sql/loader.js, which test/host/prefilter.test.ts holds them to. The statements below are
--- separated by `-- statement` and run one at a time, outside any transaction; the second is a query,
--- whose rows are the statements that run between the first and the third.
---
--- The steps that take a lock writers wait for (creating the parent index, attaching, dropping an index
--- of an earlier release) hold it only for a catalog change, and wait for it at most 5 s
--- (lock_timeout), so a long transaction on the table never queues kandev's writers behind this build;
--- on a timeout `up` fails saying so, and a rerun continues.
+-- docs/partitioning.md). PostgreSQL refuses CREATE INDEX CONCURRENTLY on a partitioned table, and a plain
+-- CREATE INDEX would hold every writer for a whole scan, so: the index ON ONLY the parent (catalog only,
+-- invalid until complete), each leaf's built CONCURRENTLY, then each attached; partitions created or
+-- attached later get it from PostgreSQL. A run interrupted anywhere is completed by the next one. The
+-- definition and comment are message-index.sql's (HEALTH_INDEX in sql/loader.js). The statements are
+-- separated by `-- statement` and run one at a time outside a transaction; the second is a query whose rows
+-- are the builds that run between the first and the third. The steps that take a lock writers wait for
+-- hold it only for a catalog change, and wait for it at most 5 s: a rerun continues.
 
 -- Step 1: the parent index, ON ONLY. One built by an earlier release with another definition (another
 -- comment) is set aside, to be dropped once its replacement is complete.

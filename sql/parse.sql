@@ -1,22 +1,12 @@
--- subagent_parse_metadata(text) -> jsonb, or NULL when the text is not JSON that jsonb can hold.
--- Internal, though operators may use it in their own queries over messages (docs/health.md).
--- For set-based paths (backfill, health, repair), which cannot catch an error per row. The capture
--- trigger parses inside its own EXCEPTION block instead and does not use this.
+-- subagent_parse_metadata(text) -> jsonb, or NULL when the text is not JSON that jsonb can hold: for the
+-- set-based paths (backfill, health, repair), which cannot catch an error per row; capture parses inside its
+-- own EXCEPTION block. Operators may use it in their own queries (docs/health.md).
 --
--- PostgreSQL 16+ can test input without raising (pg_input_is_valid), which keeps this an inlinable SQL
--- function. PostgreSQL 15 cannot, so there it is a plpgsql function that catches the parse error (a
--- subtransaction that writes nothing, so it takes no subtransaction id). Both paths run in CI.
---
--- Two errors are not soft input errors even on 16+, and pg_input_is_valid raises them: deeply nested
--- JSON ('[[[[…' tens of thousands deep) exhausts the stack ("stack depth limit exceeded"), and a
--- document past jsonb's size limits ("total size of jsonb object elements exceeds the maximum of
--- 268435455 bytes"; a short number takes up to six times its text in jsonb, so 16 MB of text can
--- already come near). One such message would make health, backfill and repair fail. So text with many
--- '[' and '{', and text over 16 MB, go through the catching plpgsql parser; everything else stays inlined.
---
--- PARALLEL UNSAFE, all of them: an EXCEPTION block opens a subtransaction, which PostgreSQL refuses
--- inside a parallel query ("cannot start subtransactions during a parallel operation"). Declared
--- unsafe, a query over them (an operator's, a dashboard's) is simply never planned in parallel.
+-- PostgreSQL 16+ tests input without raising (pg_input_is_valid), so it stays an inlinable SQL function;
+-- PostgreSQL 15 catches the error in plpgsql (a subtransaction that writes nothing). Deeply nested JSON
+-- (the stack) and documents past jsonb's size limits raise even under pg_input_is_valid, so text with many
+-- brackets or over 16 MB takes the catching parser on every major. PARALLEL UNSAFE, all of them: a
+-- parallel query refuses the subtransaction of an EXCEPTION block.
 
 CREATE FUNCTION @extschema@.subagent_parse_metadata_guarded(metadata text)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE

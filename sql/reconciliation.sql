@@ -15,8 +15,7 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliations (
   completed_at      timestamp(6)
 );
 
--- The excess keys a run found (rows with no qualifying message). Until 0.4.0 the missing keys were kept
--- here too, per run; they are in subagent_context_missing_keys now.
+-- The excess keys a run found (rows with no qualifying message); kind 'missing' is an earlier release's.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliation_keys (
   reconciliation_id bigint NOT NULL
                     REFERENCES @extschema@.subagent_context_reconciliations (id) ON DELETE CASCADE,
@@ -33,7 +32,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_reconciliation_keys_key
 -- Every (session, tool call) that a comparison found without its row: health, a reconciliation step or
 -- repair. A found miss stays here until its key has a row, whatever reconciliation completes meanwhile;
 -- a completed reconciliation drops only the keys it compared after they were last seen missing and did not
--- find missing again (their message no longer qualifies). Added in 0.4.0.
+-- find missing again (their message no longer qualifies).
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_missing_keys (
   capture_since      timestamp(6) NOT NULL,  -- the activation it was found under
   task_session_id    text NOT NULL,

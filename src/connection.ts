@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { UserError } from './db.js';
+import { UserError } from './errors.js';
 import { redactUrl, rememberSecret } from './secrets.js';
 import { safe } from './output.js';
 

@@ -2,16 +2,10 @@
 import pg from 'pg';
 import { SQL } from 'sql-template-strings';
 import { redactUrl } from './secrets.js';
+import { UserError } from './errors.js';
 
 export type Client = pg.Client;
 
-/** The exit status of every error, on every command (docs/health.md, exit status): "could not check", never 0, 1 or 2. */
-export const ERROR_EXIT = 3;
-
-/** An error an operator can act on: its message is one sentence that says what to do. */
-export class UserError extends Error {
-  readonly exitCode = ERROR_EXIT;
-}
 
 /** The user name in a connection URL, for a GRANT the operator can paste. */
 function roleOf(url: string | undefined): string {

@@ -3,7 +3,7 @@
 // first and run `up` later, while cron checks and dashboards keep calling (docs/upgrade.md#the-upgrade-window).
 import type pg from 'pg';
 import { installedCode, PACKAGE_VERSION, type InstalledCode } from '#sql';
-import { UserError } from './db.js';
+import { UserError } from './errors.js';
 
 export type { InstalledCode };
 

@@ -1,6 +1,6 @@
 import { progress, type ProgressOptions } from './progress.js';
 export { formatCount } from './count.js';
-import { UserError } from './db.js';
+import { UserError } from './errors.js';
 
 // Terminal output: colour only on a TTY and never with NO_COLOR (https://no-color.org).
 export const useColor = Boolean(process.stdout.isTTY) && !('NO_COLOR' in process.env && process.env.NO_COLOR !== '');

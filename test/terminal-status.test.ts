@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
-import { TERMINAL_TOOL_STATUSES, isTerminalToolStatus } from '../src/constants.js';
+import { TERMINAL_TOOL_STATUSES, isTerminalToolStatus } from '../kandev/terminal-statuses.js';
 
 const db = await freshDatabase('terminal_status', { from: 'installed' });
 const pool = db.pool;

@@ -13,7 +13,7 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 import { startEmbeddedPostgres } from '../../demo/embedded.js';
 import { createHostTables, createKandevSubagentTable } from '../../kandev/host.js';
 import type { PlannedSession, Write } from '../../kandev/traffic-plan.js';
-import { isTerminalToolStatus } from '../../src/constants.js';
+import { isTerminalToolStatus } from '../../kandev/terminal-statuses.js';
 import { utcTimestamp } from '../../src/timestamp.js';
 import { writeHistory, kandevStatements } from '../../kandev/traffic-write.js';
 import { kandevUpsert } from '../../kandev/writer.js';

@@ -1,5 +1,6 @@
 import type { Command, CommandContext } from './types.js';
-import { isSessionEnded, sessionEndedSentence, UserError, withClient, type Client } from '../db.js';
+import { isSessionEnded, sessionEndedSentence, withClient, type Client } from '../db.js';
+import { UserError } from '../errors.js';
 import { healthReport, healthTarget, type HealthReport, type Stats } from '../health.js';
 import { OtherRelease } from '../installed.js';
 import { cancelOnInterrupt } from '../interrupt.js';

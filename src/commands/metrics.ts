@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
-import { checkUrl, NO_DATABASE_SENTENCE, UserError } from '../db.js';
+import { checkUrl, NO_DATABASE_SENTENCE } from '../db.js';
+import { UserError } from '../errors.js';
 import { printJson } from '../output.js';
 import { METRICS, formatMetrics, metricsJson } from '../metrics/format.js';
 import { evaluate } from '../metrics/evaluate.js';

@@ -1,7 +1,8 @@
 import type { Command } from './types.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { withClient, UserError, assertSchemaExists } from '../db.js';
+import { withClient, assertSchemaExists } from '../db.js';
+import { UserError } from '../errors.js';
 import { readReport, renderText, renderHtml, reportJson, parseWindow, futureWindowWarning, statementTimeout, DEFAULT_STATEMENT_TIMEOUT } from '../report/index.js';
 import { bold, dim, terminalWidth } from '../output.js';
 import { sameRelease } from '../installed.js';

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertSchemaExists, assertWritable, UserError, withClient } from '../db.js';
+import { assertSchemaExists, assertWritable, withClient } from '../db.js';
+import { UserError } from '../errors.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
 import { ACTIVATION_KEYS, sqlStatements, uninstallStatements } from '#sql';

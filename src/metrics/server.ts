@@ -4,7 +4,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { isIP } from 'node:net';
-import { redact, UserError } from '../db.js';
+import { redact } from '../db.js';
+import { UserError } from '../errors.js';
 import { scrubSecrets } from '../secrets.js';
 import { Evaluator, type Evaluation, type EvaluationTarget } from './evaluate.js';
 import { SharedEvaluation } from './single-flight.js';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { parse as parseYaml } from 'yaml';
-import { UserError } from '../db.js';
+import { UserError } from '../errors.js';
 
 export interface WebConfig {
   /** Serve HTTPS with these; null: plain HTTP. */

@@ -2,7 +2,7 @@
 // their own) in one read-only snapshot, bounded by a statement timeout. No SQL lives here.
 import type pg from 'pg';
 import { quoteIdent, sqlFile } from '#sql';
-import { UserError } from '../db.js';
+import { UserError } from '../errors.js';
 import { readDashboard } from '../dashboards.js';
 import { safe } from '../output.js';
 import type { Report, TopRow, UsageRow } from './model.js';

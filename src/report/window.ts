@@ -1,5 +1,5 @@
 // The report's window: --since and --until as UTC timestamps for the queries' $1 and $2.
-import { UserError } from '../db.js';
+import { UserError } from '../errors.js';
 import { safe } from '../output.js';
 import { utcTimestamp } from '../timestamp.js';
 

@@ -7,7 +7,7 @@
 // 9223372036854775808). The differential generator builds trees and `jsonText()` writes them; the
 // hostile corpus is text, read into a tree by `parseMetadata()`. Either way the model reasons about
 // exactly what was written, with no JSON.parse precision loss.
-import { isTerminalToolStatus } from '../../src/constants.js';
+import { isTerminalToolStatus } from '../../kandev/terminal-statuses.js';
 import type { SubagentColumn } from './subagent-table.js';
 import type { SubagentRow } from '../../kandev/subagent-row.js';
 

@@ -3,7 +3,7 @@
 // for a mistake, one sentence and exit 3 (never 1 or 2, which health uses for what it found).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/main.js';
-import { ERROR_EXIT } from '../../src/db.js';
+import { ERROR_EXIT } from '../../src/errors.js';
 import { PACKAGE_VERSION } from '#sql';
 
 /** Runs `subagent-context ...argv` in-process; what it printed to stdout and stderr. */

@@ -2,7 +2,7 @@
 // from the database or an agent reaches the terminal with its control characters shown, never obeyed.
 import { describe, expect, it } from 'vitest';
 import { keyValues, safe, safeLines, terminalWidth } from '../../src/output.js';
-import { UserError } from '../../src/db.js';
+import { UserError } from '../../src/errors.js';
 
 describe('terminalWidth', () => {
   const pipe = { isTTY: false };

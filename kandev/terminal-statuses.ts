@@ -1,4 +1,4 @@
-// Values the SQL and the TypeScript side must agree on.
+// The terminal ACP tool-call statuses, as kandev's writer and the tests' reference model classify rows.
 
 /**
  * ACP tool-call statuses that settle a subagent row (docs/decisions.md, "Derivation"): exact and case-sensitive.
