@@ -1,4 +1,4 @@
-// The topology parts that every server can check (the Citus cluster itself: test/citus.test.ts):
+// The topology parts that every server can check (the Citus cluster itself: test/citus/):
 // - subagent_context_topology() names the layout the report and the Citus code layer go by;
 // - sql/citus.sql's list of table-reading SQL functions is complete, and the PL/pgSQL versions it makes
 //   answer exactly as the SQL ones (applied here, on a plain server, by forcing its conversion).
