@@ -79,3 +79,15 @@ export async function writeSubagentCalls(c: Queryable, schema: string, opts: Sub
        from, Math.min(calls, from + slice) - 1, f.length]);
   }
 }
+
+/**
+ * A `base` for calls written since activation: 1 ms after `capture_since` (read from health), so that
+ * every one of them is compared by health, wherever the clock of the store's server stands.
+ */
+export async function afterActivation(c: Queryable, schema: string): Promise<string> {
+  const { rows: [r] } = await c.query(
+    `SELECT (replace(rtrim(capture_since, 'Z'), 'T', ' ')::timestamp + interval '1 millisecond')::text AS at
+       FROM ${quoteIdent(schema)}.subagent_context_health()`);
+  if (!r?.at) throw new Error(`${schema}: not activated`);
+  return r.at as string;
+}
