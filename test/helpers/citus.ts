@@ -67,3 +67,13 @@ export async function freshCitusDatabase(label: string, file: string): Promise<C
     up: (schema = 'public') => up(main, schema),
   };
 }
+
+/** The worker (host:port) that holds `session`'s shard of `schema`.task_session_messages. */
+export async function workerOf(db: CitusTestDatabase, schema: string, session: string): Promise<string> {
+  const { rows: [r] } = await db.query(
+    `SELECT s.nodename || ':' || s.nodeport AS node FROM citus_shards AS s
+      WHERE s.table_name = format('%I.task_session_messages', $1::text)::regclass
+        AND s.shardid = get_shard_id_for_distribution_column(format('%I.task_session_messages', $1::text), $2::text)`,
+    [schema, session]);
+  return r.node as string;
+}
