@@ -22,8 +22,11 @@ export interface SubagentCalls {
   base: string;
   /** Between two messages' created_at; default 1 second. */
   step?: string;
-  /** The tasks, sessions and turns exist already (a second batch over the same sessions). */
-  sessionsExist?: boolean;
+  /**
+   * Another batch's prefix: its sessions (with their tasks and turns) take this batch's calls, and none
+   * are created. Default: this batch's own, created here.
+   */
+  sessionsOf?: string;
 }
 
 interface Frame { call: string; metadata: string }
@@ -46,18 +49,17 @@ export function subagentFrames(): Frame[] {
   return frames;
 }
 
-/** Message `i` of a batch: its id, session and tool call id (what tests select keys by). */
-export const callIds = (prefix: string, i: number, sessions: number) =>
-  ({ message: `${prefix}-m${i}`, session: `${prefix}-ses-${i % sessions}`, toolCall: `${prefix}-call-${i}` });
+/** Message `i` of a batch is `<prefix>-m<i>`, its tool call `<prefix>-call-<i>`, in session `<sessions' prefix>-ses-<i % sessions>`. */
 
 /** Writes the calls (and, unless they exist, their tasks, sessions and turns) into `schema`. */
 export async function writeSubagentCalls(c: Queryable, schema: string, opts: SubagentCalls): Promise<void> {
   const s = quoteIdent(schema);
   const { calls, sessions, prefix, base } = opts;
   const step = opts.step ?? '1 second';
-  if (!opts.sessionsExist) {
+  const owner = opts.sessionsOf ?? prefix;
+  if (opts.sessionsOf === undefined) {
     const each = (table: string, columns: string, values: string) =>
-      c.query(`INSERT INTO ${s}.${table} (${columns}) SELECT ${values} FROM generate_series(0, $2::int - 1) AS g`, [prefix, sessions, base]);
+      c.query(`INSERT INTO ${s}.${table} (${columns}) SELECT ${values} FROM generate_series(0, $2::int - 1) AS g`, [owner, sessions, base]);
     await each('tasks', 'id, title, created_at, updated_at', `$1 || '-task-' || g, 'card', $3::timestamp, $3::timestamp`);
     await each('task_sessions', 'id, task_id, started_at, updated_at', `$1 || '-ses-' || g, $1 || '-task-' || g, $3::timestamp, $3::timestamp`);
     await each('task_session_turns', 'id, task_session_id, task_id, started_at, created_at, updated_at',
@@ -70,13 +72,13 @@ export async function writeSubagentCalls(c: Queryable, schema: string, opts: Sub
     await c.query(
       `WITH frame AS (SELECT * FROM unnest($1::int[], $2::text[], $3::text[]) AS f(k, call, metadata))
        INSERT INTO ${s}.task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
-       SELECT $4 || '-m' || i, $4 || '-ses-' || i % $5, $4 || '-task-' || i % $5, $4 || '-turn-' || i % $5, 'agent', '', 'tool_call',
+       SELECT $4 || '-m' || i, $11 || '-ses-' || i % $5, $11 || '-task-' || i % $5, $11 || '-turn-' || i % $5, 'agent', '', 'tool_call',
               replace(f.metadata, to_json(f.call)::text, to_json($4 || '-call-' || i)::text),
               $6::timestamp + i * $7::interval, $6::timestamp + i * $7::interval
          FROM generate_series($8::int, $9::int) AS i
          JOIN frame AS f ON f.k = i % $10`,
       [f.map((_, k) => k), f.map((x) => x.call), f.map((x) => x.metadata), prefix, sessions, base, step,
-       from, Math.min(calls, from + slice) - 1, f.length]);
+       from, Math.min(calls, from + slice) - 1, f.length, owner]);
   }
 }
 

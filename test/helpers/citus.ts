@@ -9,7 +9,8 @@ import { afterAll, inject } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { createCitusDatabase, type CitusDatabase } from '../../kandev/citus-cluster.js';
-import { createHostTables } from '../../kandev/host.js';
+import { createHostTables, type Queryable } from '../../kandev/host.js';
+import { quoteIdent } from '#sql';
 import { up } from '../../src/install.js';
 
 // The same exact values as test/helpers/database.ts: timestamps as text, bigint as BigInt.
@@ -76,4 +77,20 @@ export async function workerOf(db: CitusTestDatabase, schema: string, session: s
         AND s.shardid = get_shard_id_for_distribution_column(format('%I.task_session_messages', $1::text), $2::text)`,
     [schema, session]);
   return r.node as string;
+}
+
+/** Every row of `schema`.task_session_subagents but its id (a random uuid), as jsonb text, in key order. */
+export async function derivedRows(q: Queryable, schema: string): Promise<string[]> {
+  const { rows } = await q.query(
+    `SELECT (to_jsonb(r) - 'id')::text AS row FROM ${quoteIdent(schema)}.task_session_subagents AS r
+      ORDER BY r.task_session_id, r.tool_call_id, r.agent_execution_id`);
+  return rows.map((r) => r.row as string);
+}
+
+/** One line on how two stores' rows compare: "N rows, the same" or where they part. */
+export function compareRows(got: string[], want: string[]): string {
+  const at = got.findIndex((row, i) => row !== want[i]);
+  if (at === -1 && got.length === want.length) return `${want.length} rows, the same`;
+  const i = at === -1 ? Math.min(got.length, want.length) : at;
+  return `${got.length} rows against ${want.length}; the first difference, at row ${i}: ${got[i] ?? '(none)'} instead of ${want[i] ?? '(none)'}`;
 }
