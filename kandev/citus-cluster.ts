@@ -19,6 +19,21 @@ export interface CitusDatabase {
   drop(): Promise<void>;
 }
 
+/** The database of `url` (one that exists on every node) on `node`: where a database is created or dropped from. */
+const adminUrl = (url: string, node: CitusNode) => withTarget(url, node, decodeURIComponent(new URL(url).pathname.slice(1)) || 'postgres');
+
+async function dropOn(coordinatorUrl: string, nodes: CitusNode[], name: string): Promise<void> {
+  for (const node of nodes) {
+    await withClient(adminUrl(coordinatorUrl, node), (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
+  }
+}
+
+/** Drops `name` on every node of the cluster behind `coordinatorUrl`, where it exists. */
+export async function dropCitusDatabase(coordinatorUrl: string, name: string): Promise<void> {
+  const { coordinator, workers } = await citusNodes(coordinatorUrl);
+  await dropOn(coordinatorUrl, [coordinator, ...workers], name);
+}
+
 /** `url` with another host, port and database (user and password kept). */
 function withTarget(url: string, node: CitusNode | null, database: string): string {
   const u = new URL(url);
@@ -61,18 +76,12 @@ export async function citusNodes(coordinatorUrl: string): Promise<{ coordinator:
  */
 export async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<CitusDatabase> {
   const { coordinator, workers } = await citusNodes(coordinatorUrl);
-  const admin = new URL(coordinatorUrl).pathname.slice(1) || 'postgres';
   const nodes = [coordinator, ...workers];
   const urlOn = (node: CitusNode) => withTarget(coordinatorUrl, node, name);
-  const drop = async () => {
-    for (const node of nodes) {
-      await withClient(withTarget(coordinatorUrl, node, decodeURIComponent(admin)),
-        (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
-    }
-  };
+  const drop = () => dropOn(coordinatorUrl, nodes, name);
   try {
     for (const node of nodes) {
-      await withClient(withTarget(coordinatorUrl, node, decodeURIComponent(admin)), (c) => c.query(`CREATE DATABASE ${quoteIdent(name)}`));
+      await withClient(adminUrl(coordinatorUrl, node), (c) => c.query(`CREATE DATABASE ${quoteIdent(name)}`));
       await withClient(urlOn(node), (c) => c.query('CREATE EXTENSION citus'));
     }
     await withClient(urlOn(coordinator), async (c) => {
