@@ -49,9 +49,11 @@ export function subagentFrames(): Frame[] {
   return frames;
 }
 
-/** Message `i` of a batch is `<prefix>-m<i>`, its tool call `<prefix>-call-<i>`, in session `<sessions' prefix>-ses-<i % sessions>`. */
-
-/** Writes the calls (and, unless they exist, their tasks, sessions and turns) into `schema`. */
+/**
+ * Writes the calls (and, unless they exist, their tasks, sessions and turns) into `schema`. Call `i` is
+ * message `<prefix>-m<i>` with tool call `<prefix>-call-<i>`, in session `<sessions' prefix>-ses-<i % sessions>`
+ * (task `…-task-…`, turn `…-turn-…`), the frames taken in turn.
+ */
 export async function writeSubagentCalls(c: Queryable, schema: string, opts: SubagentCalls): Promise<void> {
   const s = quoteIdent(schema);
   const { calls, sessions, prefix, base } = opts;
