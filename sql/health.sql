@@ -37,12 +37,14 @@ BEGIN
          array_agg(c.message_created_at) AS instants
     INTO recent
     FROM @extschema@.subagent_context_compare(since, coalesce(reconciled.started_at, since), 'infinity') AS c;
-  -- The recorded keys, and which of them have their row now; where the server can write (a standby reads
-  -- the primary's record), those are dropped from the record, and the misses of the recent part recorded.
-  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls
+  -- The recorded keys, and which of them are resolved (their row exists, or their message is gone); where
+  -- the server can write (a standby reads the primary's record), those are dropped from the record, and the
+  -- misses of the recent part recorded.
+  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls,
+         array_agg(k.message_created_at) AS instants
     INTO recorded
     FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
-  SELECT * INTO stored FROM @extschema@.subagent_context_stored_keys(since, recorded.sessions, recorded.calls);
+  SELECT * INTO stored FROM @extschema@.subagent_context_resolved_keys(since, recorded.sessions, recorded.calls, recorded.instants);
   IF writable THEN
     PERFORM @extschema@.subagent_context_forget_missing(since, stored.sessions, stored.calls);
   END IF;

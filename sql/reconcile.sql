@@ -79,12 +79,13 @@ BEGIN
 END
 $$;
 
--- Which of the given keys have a row observed since `since`, under any execution id: each looked up
--- through the unique key (execution 'unknown') and the index of known executions. The keys travel as one
--- intermediate result (MATERIALIZED), which Citus sends each worker once, not inside every shard's query.
--- Internal.
-CREATE FUNCTION @extschema@.subagent_context_stored_keys(since timestamp, given_sessions text[], given_calls text[],
-  OUT sessions text[], OUT calls text[])
+-- Which of the given recorded keys are resolved: they have a row observed since `since` under any execution
+-- id (each looked up through the unique key, execution 'unknown', and the index of known executions), or no
+-- qualifying message of theirs is left at the instant it was seen (deleted, or no longer a subagent call).
+-- The keys travel as one intermediate result (MATERIALIZED), which Citus sends each worker once, not inside
+-- every shard's query. Internal.
+CREATE FUNCTION @extschema@.subagent_context_resolved_keys(since timestamp, given_sessions text[], given_calls text[],
+  given_instants timestamp[], OUT sessions text[], OUT calls text[])
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -106,10 +107,27 @@ BEGIN
             WHERE r.observed_at >= $3)
     SELECT array_agg(x.s), array_agg(x.c) FROM stored AS x
   $q$ INTO sessions, calls USING given_sessions, given_calls, since;
+  -- The others: is a qualifying message of theirs still there at the instant it was seen?
+  EXECUTE $q$
+    WITH given AS MATERIALIZED (
+           SELECT u.s, u.c, u.t FROM unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t)
+           EXCEPT SELECT x.s, x.c, u.t FROM unnest($4::text[], $5::text[]) AS x(s, c)
+                  JOIN unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t) ON u.s = x.s AND u.c = x.c),
+         alive AS (
+           SELECT DISTINCT k.s, k.c FROM given AS k
+             JOIN @extschema@.task_session_messages AS m ON m.task_session_id = k.s AND m.created_at = k.t
+            WHERE @extschema@.subagent_may_qualify(m.metadata)
+              AND @extschema@.subagent_text_field(@extschema@.subagent_parse_metadata(m.metadata), 'tool_call_id') = k.c
+              AND @extschema@.subagent_qualifies(@extschema@.subagent_parse_metadata(m.metadata)))
+    SELECT array_agg(x.s), array_agg(x.c)
+      FROM (SELECT g.s, g.c FROM given AS g LEFT JOIN alive AS a ON a.s = g.s AND a.c = g.c WHERE a.s IS NULL
+            UNION
+            SELECT u.s, u.c FROM unnest($4::text[], $5::text[]) AS u(s, c)) AS x
+  $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, sessions, calls;
 END
 $$;
 
--- Drops recorded missing keys that have their row now (subagent_context_stored_keys()). Internal.
+-- Drops resolved recorded missing keys (subagent_context_resolved_keys()). Internal.
 CREATE FUNCTION @extschema@.subagent_context_forget_missing(since timestamp, sessions text[], calls text[])
 RETURNS void
 LANGUAGE sql VOLATILE

@@ -88,7 +88,7 @@ BEGIN
   repaired := got.stored;
   held := got.held;
   -- The batch's keys that have their row now leave the record (health would drop them on its next call).
-  SELECT * INTO got FROM @extschema@.subagent_context_stored_keys(since, keys.sessions, keys.calls);
+  SELECT * INTO got FROM @extschema@.subagent_context_resolved_keys(since, keys.sessions, keys.calls, keys.instants);
   PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
   next_created_at := keys.instants[keys.n];
   next_key := keys.keys[keys.n];

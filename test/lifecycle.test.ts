@@ -200,6 +200,19 @@ describe('installing over a table kandev created itself (kandev >= 0.89)', () =>
     expect(JSON.parse(fresh.stdout).notices).toEqual([]);
   });
 
+  it('installed again after uninstall (the table kept, already bigint): the note once', async () => {
+    const schema = 'lc_adopt_again';
+    await db.createHost(schema);
+    await createKandevSubagentTable(db.pool, schema);
+    expect((await runCli(cli, ['up', '--database-url', db.url, '--schema', schema])).code).toBe(0);
+    expect((await runCli(cli, ['uninstall', '--database-url', db.url, '--schema', schema])).code).toBe(0);
+    const r = await runCli(cli, ['up', '--database-url', db.url, '--schema', schema]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l.startsWith('note: '))).toEqual(['note: adopted the existing task_session_subagents ' +
+      'unchanged. kandev >= 0.89 writes that table too, from its own process: while both write, every subagent is recorded twice, ' +
+      'once per execution id. Use one writer (docs/install.md)']);
+  });
+
   it('adopts it: rows kept, integer metrics widened to bigint, capture merges into the kandev rows', async () => {
     const schema = 'lc_adopt';
     await db.createHost(schema);

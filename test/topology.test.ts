@@ -1,4 +1,4 @@
-// The topology parts that every server can check (the Citus cluster itself: test/citus*.test.ts):
+// The topology parts that every server can check (the Citus cluster itself: test/citus/):
 // - subagent_context_topology() names the layout the report goes by;
 // - no SQL-language function of an installation reads a table that Citus distributes: Citus cannot plan
 //   a query against a distributed table inside a parameterized SQL function (called directly it fails,

@@ -1,5 +1,6 @@
 import type { Command } from './types.js';
-import { assertWritable, takeNotices, withClient } from '../db.js';
+import { assertWritable, takeNotices, withClient, type Client } from '../db.js';
+import { quoteIdent } from '#sql';
 import { cancelOnInterrupt, describeInstallState } from '../interrupt.js';
 import { failIfBackfillFailed, up } from '../install.js';
 import { printJson, green, safe, yellow } from '../output.js';
@@ -28,7 +29,7 @@ Examples:
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),
       }, () => up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));
-      const notices = aboutAdoption(takeNotices(client));
+      const notices = aboutAdoption(takeNotices(client), await topologyOf(client, ctx.schema));
       if (ctx.json) printJson({ ...result, notices });
       else {
         console.log(result.applied.length ? `applied migrations: ${result.applied.join(', ')}` : 'migrations: up to date');
@@ -45,15 +46,26 @@ Examples:
   },
 };
 
+/** Where the installation runs: 'plain', 'partitioned' or 'citus' (sql/citus.sql). */
+async function topologyOf(client: Client, schema: string): Promise<string> {
+  return (await client.query(`SELECT ${quoteIdent(schema)}.subagent_context_topology() AS topology`)).rows[0].topology;
+}
+
 /**
- * Adopting kandev's own table (sql/table.sql says so, once per migration that applies the data layer)
- * means two writers unless kandev's is turned off: said once, with what it means.
+ * Adopting an existing task_session_subagents is said once (sql/table.sql says so once per migration that
+ * applies the data layer; the first says what it widened). Where kandev made that table (kandev >= 0.89
+ * does, on a plain server), adopting it means two writers unless kandev's is turned off: said with it. On
+ * Citus the operator made it, distributed, before `up` (docs/citus.md, step 2): nothing to say about its
+ * writers, and nothing at all unless its metrics were widened.
  */
-function aboutAdoption(notices: string[]): string[] {
+function aboutAdoption(notices: string[], topology: string): string[] {
   const adopted = (n: string) => n.startsWith('adopted the existing task_session_subagents');
-  const first = notices.find(adopted);
-  return notices.filter((n) => !adopted(n) || n === first).map((n) => (adopted(n)
-    ? `${n}. kandev >= 0.89 writes that table too, from its own process: while both write, every subagent is ` +
-      'recorded twice, once per execution id. Use one writer (docs/install.md)'
-    : n));
+  const first = notices.findIndex(adopted);
+  return notices.flatMap((n, i) => {
+    if (!adopted(n)) return [n];
+    if (i !== first) return [];
+    if (topology === 'citus') return n.includes('widened') ? [n] : [];
+    return [`${n}. kandev >= 0.89 writes that table too, from its own process: while both write, every subagent is ` +
+      'recorded twice, once per execution id. Use one writer (docs/install.md)'];
+  });
 }

@@ -1,28 +1,22 @@
-// Citus (docs/partitioning.md, docs/citus.md, docs/citus.md): kandev's tables distributed and co-located on task_session_id on a real
-// cluster (a coordinator and workers). Every command works there, or refuses in one sentence; above all,
-// health never answers from the coordinator's empty shell tables.
+// Citus (docs/citus.md): kandev's tables distributed and co-located on task_session_id on a real cluster (a
+// coordinator and workers). Every command works there, or refuses in one sentence; above all, health never
+// answers from the coordinator's empty shell tables.
 //
-// Needs a Citus coordinator: CITUS_COORDINATOR_URL=postgres://…; without one this file skips, saying so.
-// Each run works in a schema of its own in that database, and drops it at the end.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Needs a Citus coordinator (test/helpers/citus.ts): CITUS_COORDINATOR_URL=postgres://…; without one this
+// file skips, saying so. It works in a database of its own on the cluster, dropped at the end.
+import { beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { createHostTables, subagentMetadata } from '../kandev/host.js';
-import { up } from '../src/install.js';
-import { builtCli, runCli } from './helpers/cli.js';
-import { utcTimestamp } from '../src/timestamp.js';
+import { PACKAGE_VERSION } from '#sql';
+import { subagentMetadata } from '../../kandev/host.js';
+import { up } from '../../src/install.js';
+import { builtCli, runCli } from '../helpers/cli.js';
+import { freshCitusDatabase } from '../helpers/citus.js';
+import { utcTimestamp } from '../../src/timestamp.js';
 
-const URL_ = process.env.CITUS_COORDINATOR_URL;
-if (!URL_) {
-  console.warn('citus.test.ts skipped: set CITUS_COORDINATOR_URL to a Citus coordinator (docs/citus.md) to run it');
-}
-
-pg.types.setTypeParser(1114, (v: string) => v);
-pg.types.setTypeParser(20, (v: string) => BigInt(v));
-
-const tag = randomBytes(3).toString('hex');
-const S = `sc_citus_${tag}`;        // the installation under test
-const BARE = `sc_citus_bare_${tag}`; // kandev distributed, but the capture tables not created first
+const db = await freshCitusDatabase('commands', 'citus/commands.test.ts');
+const S = 'kandev';      // the installation under test
+const BARE = 'bare';     // kandev distributed, but the capture tables not created first
 let c: pg.Client;
 let cli = '';
 
@@ -31,7 +25,7 @@ const health = async () => (await q(`SELECT * FROM ${S}.subagent_context_health(
 const rows = async () => (await q(
   `SELECT task_session_id, tool_call_id, agent_execution_id, source, subagent_type, agent_status, total_tokens
      FROM ${S}.task_session_subagents ORDER BY task_session_id, tool_call_id`)).rows;
-const cliRun = (args: string[]) => runCli(cli, [...args, '--database-url', URL_!, '--schema', S]);
+const cliRun = (args: string[]) => runCli(cli, [...args, '--database-url', db!.url, '--schema', S]);
 
 /** The worker (host:port) holding the shard of `session` in `table`. */
 async function nodeOf(schema: string, session: string): Promise<string> {
@@ -51,16 +45,12 @@ async function write(id: string, session: string, metadata: string, at = 'now') 
            VALUES ($1, $2, 'task-1', 'turn-' || $2, 'agent', '', 'tool_call', $3, ${time}, ${time})`, [id, session, metadata]);
 }
 
-describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_id', () => {
+describe.skipIf(!db)('on a Citus cluster, kandev distributed on task_session_id', () => {
   beforeAll(async () => {
     cli = builtCli();
-    c = new pg.Client(URL_);
-    await c.connect();
-    c.on('notice', () => {});
-    await q(`CREATE SCHEMA ${S}`);
-    await q(`CREATE SCHEMA ${BARE}`);
-    await createHostTables(c, S, { citus: true });
-    await createHostTables(c, BARE, { citus: 'host only' });
+    c = await db!.connect();
+    await db!.createHost(S);
+    await db!.createHost(BARE, 'host only');
     // Two sessions on two different workers, so capture is seen on more than one node.
     await q(`INSERT INTO ${S}.tasks VALUES ('task-1', 't', '2026-08-01', '2026-08-01')`);
     const byNode = new Map<string, string>();
@@ -76,13 +66,6 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
       await q(`INSERT INTO ${S}.task_session_turns VALUES ('turn-' || $1, $1, 'task-1', '2026-08-01', '2026-08-01', '2026-08-01')`, [s]);
     }
   }, 180_000);
-
-  afterAll(async () => {
-    if (!c) return;
-    await q(`DROP SCHEMA IF EXISTS ${S} CASCADE`).catch(() => {});
-    await q(`DROP SCHEMA IF EXISTS ${BARE} CASCADE`).catch(() => {});
-    await c.end();
-  });
 
   it('up refuses, in one sentence and changing nothing, when the capture tables are not distributed first', async () => {
     const err = await up(c, BARE).then(() => null, (e: Error) => e);
@@ -185,12 +168,7 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
   });
 
   it('8 concurrent writers on both workers: every frame captured, no error, one row per key', async () => {
-    const writers = await Promise.all(Array.from({ length: 8 }, async () => {
-      const w = new pg.Client(URL_);
-      await w.connect();
-      w.on('notice', () => {});
-      return w;
-    }));
+    const writers = await Promise.all(Array.from({ length: 8 }, () => db!.connect()));
     const stamp = (n: number) => utcTimestamp(Date.now() + n);
     try {
       await Promise.all(writers.map(async (w, i) => {
@@ -232,11 +210,10 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
     expect(second.backfill.status).toBe('already activated');
     // As if other code were installed (a patch release): up re-applies the code layer, through the
     // topology check and one statement at a time.
-    await q(`UPDATE pg_proc SET prosrc = replace(prosrc, (SELECT code_digest FROM ${S}.subagent_context_installation()), 'another-release')
-              WHERE oid = '${S}.subagent_context_installation()'::regprocedure`);
+    await q(`UPDATE ${S}.subagent_context_installed SET code_digest = 'another-release'`);
     const refreshed = await up(c, S);
-    expect(refreshed).toMatchObject({ applied: [], upgraded: { to: '0.2.0' } });
-    expect(await health()).toMatchObject({ status: 'healthy', installed_version: '0.2.0' });
+    expect(refreshed).toMatchObject({ applied: [], upgraded: { to: PACKAGE_VERSION } });
+    expect(await health()).toMatchObject({ status: 'healthy', installed_version: PACKAGE_VERSION });
     await write('m-after', sessions[1], subagentMetadata({ tool_call_id: 'call-after', subagent: {} }));
     expect((await rows()).map((r) => r.tool_call_id)).toContain('call-after');
   });
@@ -255,7 +232,7 @@ describe.skipIf(!URL_)('on a Citus cluster, kandev distributed on task_session_i
       expect(refused.stderr).toContain('run CALL citus_cleanup_orphaned_resources() on the coordinator, then uninstall again');
       expect(await seqs()).toEqual(['6', '6']);  // nothing was changed
     } else {
-      console.warn('citus.test.ts: Citus had already dropped the moved shard\'s source; the uninstall refusal was not exercised');
+      console.warn('citus/commands.test.ts: Citus had already dropped the moved shard\'s source; the uninstall refusal was not exercised');
     }
     await q(`CALL citus_cleanup_orphaned_resources()`);
     const u = await cliRun(['uninstall']);

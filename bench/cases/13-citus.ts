@@ -1,0 +1,128 @@
+// Target 12: Citus against plain tables (docs/citus.md). The same store is built twice on this machine:
+// plain tables on the benchmark's server, and kandev's tables distributed on the Citus cluster at
+// CITUS_COORDINATOR_URL (a coordinator database that knows its workers: `cluster.sh db NAME` prints one);
+// a case without a cluster is skipped. The store: 30,000 subagent calls over 300 sessions written before
+// `up` (kandev/subagent-calls.ts: the traffic model's final frames, one message each), then a tenth as many
+// made since activation, whose rows are deleted before each repair.
+// Reported on each, side by side: the first `up` (install and backfill), the backfill alone (rounds of
+// rows and activation keys dropped, then backfill() again, as case 06), `health --full`'s reconciliation,
+// and `repair` of the deleted rows; and the ratios Citus / plain tables, paired per round.
+import type pg from 'pg';
+import { QUICK, open, now, log, summary, pairedRatio, order, type BenchCase, type CaseOutput, type Summary } from '../harness.js';
+import { createCitusDatabase, dropCitusDatabase } from '../../kandev/citus-cluster.js';
+import { createHostTables } from '../../kandev/host.js';
+import { afterActivation, writeSubagentCalls } from '../../kandev/subagent-calls.js';
+import { backfill, up } from '../../src/install.js';
+import { reconcileAll } from '../../src/reconcile.js';
+
+const CALLS = QUICK ? 3_000 : 30_000;
+const SESSIONS = QUICK ? 30 : 300;
+const MISSING = CALLS / 10;
+const ROUNDS = QUICK ? 1 : 2;
+const STORES = ['plain', 'citus'] as const;
+type Store = typeof STORES[number];
+
+const seconds = async (fn: () => Promise<unknown>) => { const t0 = now(); await fn(); return (now() - t0) / 1000; };
+
+/** The CLI's repair: batches until one stores nothing or nothing remains; how many it stored. */
+async function repair(c: pg.Client): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rows: [b] } = await c.query('SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM public.subagent_context_repair()');
+    total += b.repaired;
+    if (b.repaired === 0 || b.remaining === 0) return total;
+  }
+}
+
+const kase: BenchCase = {
+  id: '13-citus',
+  title: `Citus against plain tables: backfill of ${CALLS / 1000}k subagent calls over ${SESSIONS} sessions, repair of ${MISSING / 1000}k`,
+  targets: [
+    { name: 'T12 backfill on Citus / on plain tables', metric: 'backfill_ratio', comparator: '<=', limit: 3 },
+    { name: 'T12 repair on Citus / on plain tables', metric: 'repair_ratio', comparator: '<=', limit: 3 },
+  ],
+  async run(ctx): Promise<CaseOutput> {
+    const coordinator = process.env.CITUS_COORDINATOR_URL;
+    if (!coordinator) return { skipped: 'no Citus cluster: set CITUS_COORDINATOR_URL to a coordinator database (docs/citus.md)', metrics: {} };
+    const citusName = 'scbench_citus';
+    await dropCitusDatabase(coordinator, citusName);
+    const citus = await createCitusDatabase(coordinator, citusName);
+    const urls: Record<Store, string> = { plain: await ctx.freshDatabase('scbench_citus_plain'), citus: citus.url };
+    const c = {} as Record<Store, pg.Client>;
+    try {
+      for (const s of STORES) {
+        c[s] = await open(urls[s], 'off');
+        c[s].on('notice', () => {});
+        await createHostTables(c[s], 'public', { citus: s === 'citus' });
+        await writeSubagentCalls(c[s], 'public', { calls: CALLS, sessions: SESSIONS, prefix: 'h', base: '2026-01-01 00:00:00' });
+        await c[s].query('ANALYZE');
+      }
+      log(`wrote ${CALLS} calls over ${SESSIONS} sessions on plain tables and on Citus`);
+
+      const upSeconds = {} as Record<Store, number>;
+      for (const s of STORES) {
+        let inserted = 0;
+        upSeconds[s] = await seconds(async () => { inserted = (await up(c[s], 'public')).backfill.inserted; });
+        if (inserted !== CALLS) throw new Error(`bench: up on ${s} backfilled ${inserted} of ${CALLS}`);
+        log(`up on ${s}: ${upSeconds[s].toFixed(1)} s`);
+      }
+
+      const backfillSeconds: Record<Store, number[]> = { plain: [], citus: [] };
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const s of order(STORES, r)) {
+          await c[s].query('TRUNCATE task_session_subagents');
+          await c[s].query(`DELETE FROM kandev_meta WHERE key LIKE 'subagent_context_%'`);
+          let result: Awaited<ReturnType<typeof backfill>> | undefined;
+          backfillSeconds[s].push(await seconds(async () => { result = await backfill(c[s], 'public'); }));
+          if (result?.status !== 'activated' || result.inserted !== CALLS) throw new Error(`bench: backfill on ${s}: ${result?.status}, ${result?.inserted} rows`);
+          log(`backfill on ${s}: ${backfillSeconds[s].at(-1)!.toFixed(1)} s`);
+        }
+      }
+
+      // Calls made since activation: their rows are what health --full finds missing and repair restores.
+      const base = await Promise.all(STORES.map((s) => afterActivation(c[s], 'public'))).then((b) => b.sort().at(-1)!);
+      for (const s of STORES) {
+        await writeSubagentCalls(c[s], 'public', { calls: MISSING, sessions: SESSIONS, prefix: 'l', sessionsOf: 'h', base, step: '100 microseconds' });
+      }
+      const fullSeconds: Record<Store, number[]> = { plain: [], citus: [] };
+      const repairSeconds: Record<Store, number[]> = { plain: [], citus: [] };
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const s of order(STORES, r)) {
+          const { rowCount } = await c[s].query(`DELETE FROM task_session_subagents WHERE tool_call_id LIKE 'l-call-%'`);
+          if (rowCount !== MISSING) throw new Error(`bench: ${s} had ${rowCount} rows of calls since activation, not ${MISSING}`);
+          fullSeconds[s].push(await seconds(() => reconcileAll(c[s], 'public')));
+          let repaired = 0;
+          repairSeconds[s].push(await seconds(async () => { repaired = await repair(c[s]); }));
+          if (repaired !== MISSING) throw new Error(`bench: repair on ${s} stored ${repaired} of ${MISSING}`);
+          log(`health --full on ${s}: ${fullSeconds[s].at(-1)!.toFixed(1)} s, repair ${repairSeconds[s].at(-1)!.toFixed(1)} s`);
+        }
+      }
+
+      const backfillRatio = pairedRatio(backfillSeconds.citus, backfillSeconds.plain);
+      const repairRatio = pairedRatio(repairSeconds.citus, repairSeconds.plain);
+      const fullRatio = pairedRatio(fullSeconds.citus, fullSeconds.plain);
+      const med = (x: number[]) => summary(x).median;
+      const spread: Record<string, Summary> = {
+        backfill_ratio: backfillRatio, repair_ratio: repairRatio, health_full_ratio: fullRatio,
+        plain_backfill_s: summary(backfillSeconds.plain), citus_backfill_s: summary(backfillSeconds.citus),
+        plain_repair_s: summary(repairSeconds.plain), citus_repair_s: summary(repairSeconds.citus),
+        plain_health_full_s: summary(fullSeconds.plain), citus_health_full_s: summary(fullSeconds.citus),
+      };
+      return {
+        metrics: {
+          rounds: ROUNDS, calls: CALLS, sessions: SESSIONS, missing_rows: MISSING,
+          workers: citus.workers.length,
+          plain_up_s: upSeconds.plain, citus_up_s: upSeconds.citus, up_ratio: upSeconds.citus / upSeconds.plain,
+          plain_backfill_s: med(backfillSeconds.plain), citus_backfill_s: med(backfillSeconds.citus), backfill_ratio: backfillRatio.median,
+          plain_health_full_s: med(fullSeconds.plain), citus_health_full_s: med(fullSeconds.citus), health_full_ratio: fullRatio.median,
+          plain_repair_s: med(repairSeconds.plain), citus_repair_s: med(repairSeconds.citus), repair_ratio: repairRatio.median,
+        },
+        spread,
+      };
+    } finally {
+      for (const s of STORES) await c[s]?.end().catch(() => {});
+      if (process.env.BENCH_KEEP !== '1') await citus.drop();
+    }
+  },
+};
+export default kase;
