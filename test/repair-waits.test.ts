@@ -174,7 +174,7 @@ describe('kill -9 of the CLI during a long step: nothing of it runs on, nothing 
     SELECT 'm' || g, $1, $2, $3, '', 'tool_call',
            json_build_object('tool_call_id', 'toolu_' || g, 'title', 'Task', 'status', 'pending',
              'normalized', json_build_object('kind', 'subagent_task', 'subagent_task',
-               json_build_object('status', 'async_launched', 'description', repeat('a long description ', 40))))::text,
+               json_build_object('status', 'async_launched', 'description', repeat('a long description ', 80))))::text,
            $4::timestamp + g * interval '1 microsecond', $4::timestamp + g * interval '1 microsecond'
       FROM generate_series(1, ${N}) AS g`, [t.session, t.task, t.turn, since]);
   await loader.end();
