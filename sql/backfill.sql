@@ -72,13 +72,17 @@ BEGIN
 END
 $$;
 
--- subagent_store_history() with bounded waits: a key it must store may be held by a transaction of kandev
--- that is still open (a frame's row, not committed yet). Each try waits at most 100 ms for such a row,
--- then gives back everything it inserted (so no capture waits on it), and the keys are halved until the
--- held ones stand alone; a held key is tried again after a pause, five times, and then it is 'skip'ped
--- (left for the next run: repair, whose keys stay recorded) or the whole call fails naming the holders
--- ('fail': the backfill, whose step rolls back and resumes on the next run). Returns rows stored and keys
--- left.
+-- subagent_store_history() with bounded waits that never hold a row of ours across a wait: a key it must
+-- store may be held by a transaction of kandev that is still open (a frame's row, not committed yet). Each
+-- try waits at most 100 ms for such a row, then gives back everything it inserted, so a capture of one of
+-- the rows it had inserted waits less than its own 200 ms; after a pause holding nothing (0.2 s, 0.4 s, ...)
+-- the whole batch is tried again, five times. The keys still held then are found by trials that keep
+-- nothing (subagent_store_history_held()) and either 'skip'ped, the others stored in one statement
+-- (repair: a skipped key stays recorded for the next run), or the call fails naming the holders ('fail':
+-- the backfill, whose step rolls back and resumes on the next run). Halving and keeping the halves that
+-- went through, then pausing for a held key, would hold those halves' rows through every pause: a live
+-- frame of one of them then failed (55P03) and the row kept the older snapshot. Returns rows stored and
+-- keys left.
 CREATE FUNCTION @extschema@.subagent_store_history_waiting(
   lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[], when_held text,
   OUT stored bigint, OUT held bigint)
@@ -86,17 +90,19 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-  half integer;
-  a record;
-  b record;
+  held_at integer[];
+  free record;
 BEGIN
   held := 0;
-  FOR try IN 1..CASE WHEN keys IS NOT NULL AND cardinality(keys) = 1 THEN 5 ELSE 1 END LOOP
+  FOR try IN 0..5 LOOP
+    IF try > 0 THEN
+      PERFORM pg_sleep(0.2 * try);
+    END IF;
     BEGIN
       stored := @extschema@.subagent_store_history(lo, hi, sessions, keys, instants);
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
-      PERFORM pg_sleep(0.2 * try);
+      NULL;
     END;
   END LOOP;
   IF keys IS NULL THEN
@@ -113,20 +119,59 @@ BEGIN
       stored := 0;
       RETURN;
     END IF;
-  ELSIF cardinality(keys) = 1 THEN
-    IF when_held = 'skip' THEN
-      stored := 0; held := 1;
-      RETURN;
-    END IF;
+  END IF;
+  held_at := @extschema@.subagent_store_history_held(sessions, keys, instants);
+  IF cardinality(held_at) > 0 AND when_held = 'fail' THEN
     RAISE EXCEPTION 'subagent-context: a transaction that is still open holds the row of a subagent the backfill must store (session %, tool call %): %; end that transaction or wait for it, then run this again (the backfill resumes where it stopped)',
-      left(sessions[1], 100), left(split_part(keys[1], E'\x1f', 2), 100), @extschema@.subagent_context_row_holders()
+      left(sessions[held_at[1]], 100), left(split_part(keys[held_at[1]], E'\x1f', 2), 100), @extschema@.subagent_context_row_holders()
       USING ERRCODE = 'lock_not_available';
   END IF;
-  half := cardinality(keys) / 2;
-  SELECT * INTO a FROM @extschema@.subagent_store_history_waiting(NULL, NULL, sessions[1:half], keys[1:half], instants[1:half], when_held);
-  SELECT * INTO b FROM @extschema@.subagent_store_history_waiting(NULL, NULL, sessions[half + 1:], keys[half + 1:], instants[half + 1:], when_held);
-  stored := a.stored + b.stored;
-  held := a.held + b.held;
+  SELECT array_agg(sessions[i] ORDER BY i) AS sessions, array_agg(keys[i] ORDER BY i) AS keys,
+         array_agg(instants[i] ORDER BY i) AS instants
+    INTO free
+    FROM generate_subscripts(keys, 1) AS i WHERE i <> ALL (held_at);
+  held := cardinality(held_at);
+  stored := 0;
+  IF free.keys IS NOT NULL THEN
+    BEGIN
+      stored := @extschema@.subagent_store_history(NULL, NULL, free.sessions, free.keys, free.instants);
+    EXCEPTION WHEN lock_not_available THEN
+      -- Another row was taken meanwhile: the backfill's step fails (and resumes on the next run); repair
+      -- leaves the whole batch recorded for its next run.
+      IF when_held = 'fail' THEN
+        RAISE;
+      END IF;
+      held := cardinality(keys);
+    END;
+  END IF;
+END
+$$;
+
+-- Which of the given keys (positions in the arrays) a transaction still holds the row of. Each trial
+-- stores the keys and is then rolled back whatever it met, so it keeps no row; a trial that met a held row
+-- is halved until the held keys stand alone. Internal (subagent_store_history_waiting()).
+CREATE FUNCTION @extschema@.subagent_store_history_held(sessions text[], keys text[], instants timestamp[])
+RETURNS integer[]
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  half integer := cardinality(keys) / 2;
+BEGIN
+  BEGIN
+    PERFORM @extschema@.subagent_store_history(NULL, NULL, sessions, keys, instants);
+    RAISE EXCEPTION 'a trial keeps nothing' USING ERRCODE = 'SC001';
+  EXCEPTION
+    WHEN SQLSTATE 'SC001' THEN
+      RETURN '{}';
+    WHEN lock_not_available THEN
+      IF cardinality(keys) = 1 THEN
+        RETURN '{1}';
+      END IF;
+  END;
+  RETURN @extschema@.subagent_store_history_held(sessions[1:half], keys[1:half], instants[1:half])
+      || ARRAY(SELECT p + half
+                 FROM unnest(@extschema@.subagent_store_history_held(sessions[half + 1:], keys[half + 1:], instants[half + 1:])) AS p);
 END
 $$;
 
@@ -186,7 +231,6 @@ CREATE FUNCTION @extschema@.subagent_context_backfill_step(
   OUT capture_since text, OUT backfill_through text, OUT failure text)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the step within a second
 AS $$
 DECLARE
   step  text := 'check activation keys';

@@ -171,7 +171,6 @@ CREATE FUNCTION @extschema@.subagent_context_reconcile(
   OUT messages_compared bigint, OUT missing bigint, OUT excess bigint, OUT completed boolean)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the step within a second
 SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
 SET jit = off
 AS $$

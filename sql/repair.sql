@@ -41,8 +41,8 @@ CREATE FUNCTION @extschema@.subagent_context_repair(
   OUT more boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET client_connection_check_interval = '1s'  -- a client that is gone (kill -9) stops the batch within a second
 SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET enable_bitmapscan = off  -- a bitmap ignores the density check's LIMIT and reads its whole span
 SET jit = off
 AS $$
 DECLARE
@@ -110,7 +110,6 @@ CREATE FUNCTION @extschema@.subagent_context_replay_failures(
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '100ms'
-SET client_connection_check_interval = '1s'
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_repairable();

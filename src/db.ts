@@ -213,6 +213,28 @@ export async function withClient<T>(url: string | undefined, fn: (client: pg.Cli
   }
 }
 
+/**
+ * Runs one bounded step of ours (a backfill batch, a reconciliation step, a repair batch) in a transaction of
+ * its own whose settings last only for it (behind a pooler in transaction mode the server session serves
+ * other clients next): `settings`, and client_connection_check_interval, so that once this process is gone
+ * (kill -9) the server stops the step within about a second instead of running it to its end. PostgreSQL
+ * arms that check when a statement starts, so it is set by a statement before the step's: a SET clause on
+ * the step's function comes too late and checks nothing (docs/reliability.md#locks).
+ */
+export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+  const all = Object.entries({ client_connection_check_interval: '1s', ...settings });
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT ${all.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`, all.flat());
+    const result = await step();
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
 /** What a read-only server (a standby, or default_transaction_read_only) allows: one sentence, for every command. */
 export const READ_ONLY_SENTENCE = 'this server is read-only (a standby, or default_transaction_read_only is on): ' +
   'health, report and metrics read and work here; up, backfill, repair and uninstall write, so run them against the primary.';

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
-import { assertSchemaExists } from './db.js';
+import { assertSchemaExists, inStep } from './db.js';
 import { UserError } from './errors.js';
 import { installStatements, quoteIdent } from '#sql';
 import { readInstalled as readInstalledCode } from './installed.js';
@@ -128,7 +128,7 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
                   FROM ${quoteIdent(schema)}.subagent_context_backfill_step()`;
   try {
     for (;;) {
-      const { rows: [row] } = await client.query<BackfillStep>(step);
+      const { rows: [row] } = await inStep(client, () => client.query<BackfillStep>(step));
       if (row.more) {
         progress?.update(row.scanned, Math.max(total ?? 0, row.scanned));
         continue;

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { quoteIdent } from '#sql';
 import type { ProgressStream } from './progress.js';
 import { step as progressStep } from './output.js';
+import { inStep } from './db.js';
 
 export type ReconcileStatus = 'stepped' | 'completed' | 'current' | 'busy' | 'read_only' | 'not_activated';
 
@@ -26,30 +27,20 @@ export const BACKGROUND_MS = 1000;
 const TS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
 /**
- * One step. `notBefore` (a UTC timestamp from the server's clock): only a run that started at or after it
- * counts; without it, a new run starts when the newest completed one is older than the configured interval.
- * `statementTimeoutMs`: the step runs in a transaction of its own with that statement_timeout, set for the
- * transaction only: behind a pooler in transaction mode this server session serves other clients next
- * (docs/install.md#behind-a-connection-pooler).
+ * One step, in a transaction of its own (inStep: the server stops it when this process is gone). `notBefore`
+ * (a UTC timestamp from the server's clock): only a run that started at or after it counts; without it, a
+ * new run starts when the newest completed one is older than the configured interval. `statementTimeoutMs`:
+ * the step's statement_timeout, set for its transaction only: behind a pooler in transaction mode this
+ * server session serves other clients next (docs/install.md#behind-a-connection-pooler).
  */
 export async function reconcileStep(client: pg.ClientBase, schema: string, notBefore: string | null = null,
   statementTimeoutMs?: number): Promise<ReconcileStep> {
-  const step = async () => (await client.query(
+  return inStep(client, async () => (await client.query(
     `SELECT status, reconciliation_id::float8 AS reconciliation_id, to_char(started_at, ${TS}) AS started_at,
             to_char(compared_through, ${TS}) AS compared_through, messages_compared::float8 AS messages_compared,
             missing::float8 AS missing, excess::float8 AS excess, completed
-       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore])).rows[0] as ReconcileStep;
-  if (statementTimeoutMs === undefined) return step();
-  await client.query('BEGIN');
-  try {
-    await client.query(`SELECT set_config('statement_timeout', $1, true)`, [`${statementTimeoutMs}ms`]);
-    const last = await step();
-    await client.query('COMMIT');
-    return last;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+       FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore])).rows[0] as ReconcileStep,
+  statementTimeoutMs === undefined ? {} : { statement_timeout: `${statementTimeoutMs}ms` });
 }
 
 /**

@@ -148,8 +148,8 @@ describe('what an interrupted or ended command says it kept', () => {
     const r = await interruptWhileBlocked(['health', '--full', '--schema', 'hf'], 'LOCK TABLE hf.subagent_context_reconciliations IN EXCLUSIVE MODE', 'terminate');
     expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe('error: the database ended this session (terminating connection due to administrator command: ' +
-      'pg_terminate_backend, a restart or a shutdown); every step the reconciliation completed is kept: run ' +
-      '`subagent-context health --full` again once the server accepts connections, and it resumes from there.');
+      'pg_terminate_backend, a restart or a shutdown); every step the reconciliation completed is kept and the next health ' +
+      'checks continue it; `subagent-context health --full` again, once the server accepts connections, compares everything from the start.');
     const again = await runCli(cli, ['health', '--full', '--schema', 'hf'], { DATABASE_URL: db.url });
     expect(again.code, again.stderr).toBe(0);
   });

@@ -21,8 +21,8 @@ and what was written since it started is compared now. After answering, it gives
 about a second of work on a server that can write, so a regular health check keeps it current.
 
 Options:
-  --full   run a complete reconciliation first (progress on a terminal; Ctrl-C stops it cleanly and
-           the next run resumes), then answer
+  --full   compare everything written up to now first: a complete reconciliation from the start
+           (progress on a terminal; Ctrl-C stops it cleanly), then answer
 
 Exit status:
   0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
@@ -73,13 +73,16 @@ function otherRelease(err: unknown, ctx: CommandContext): never {
 
 async function fullReconciliation(client: Client, ctx: CommandContext): Promise<void> {
   const last = await cancelOnInterrupt(client, ctx.databaseUrl!, {
-    describe: async () => 'the reconciliation stopped after its last completed step; everything it compared is kept, ' +
-      'and the next `subagent-context health --full` (or the next health check) resumes it.',
+    // A later --full compares from the start again: what was written behind this run's position since it
+    // started is what it must not miss (docs/health.md#reconciliation). Health's background steps go on.
+    describe: async () => 'the reconciliation stopped after its last completed step; what it compared is kept and the next ' +
+      'health checks continue it in the background; `subagent-context health --full` again compares everything from the start.',
   }, () => reconcileAll(client, ctx.schema, { stream: ctx.json ? undefined : process.stderr, now: true })).catch((err: unknown) => {
     // Ended from outside (pg_terminate_backend, a restart): the same facts as an interrupt, and the next step.
     if (isSessionEnded(err)) {
-      throw new UserError(sessionEndedSentence(String((err as Error).message), 'every step the reconciliation completed is kept: run ' +
-        '`subagent-context health --full` again once the server accepts connections, and it resumes from there'));
+      throw new UserError(sessionEndedSentence(String((err as Error).message), 'every step the reconciliation completed is kept and the ' +
+        'next health checks continue it; `subagent-context health --full` again, once the server accepts connections, compares ' +
+        'everything from the start'));
     }
     throw err;
   });

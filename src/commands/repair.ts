@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertWritable, withClient } from '../db.js';
+import { assertWritable, inStep, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
@@ -71,9 +71,9 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
   const s = quoteIdent(schema);
   let cursor: unknown[] = [null, null];
   for (;;) {
-    const { rows: [b] } = await client.query(
+    const { rows: [b] } = await inStep(client, () => client.query(
       `SELECT replayed::float8 AS replayed, unreplayed::float8 AS unreplayed, next_occurred_at::text, next_id::text, more
-         FROM ${s}.subagent_context_replay_failures($1::timestamp, $2::bigint)`, cursor);
+         FROM ${s}.subagent_context_replay_failures($1::timestamp, $2::bigint)`, cursor));
     done.replayed += b.replayed;
     done.unreplayed += b.unreplayed;
     if (!b.more) break;
@@ -83,9 +83,9 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
   cursor = [null, null];
   try {
     for (;;) {
-      const { rows: [b] } = await client.query(
+      const { rows: [b] } = await inStep(client, () => client.query(
         `SELECT repaired::float8 AS repaired, held::float8 AS held, pending::float8 AS pending, next_created_at::text, next_key, more
-           FROM ${s}.subagent_context_repair($1::timestamp, $2::text)`, cursor);
+           FROM ${s}.subagent_context_repair($1::timestamp, $2::text)`, cursor));
       done.repaired += b.repaired;
       done.held += b.held;
       shown?.update(done.repaired + done.held, done.repaired + done.held + b.pending);
