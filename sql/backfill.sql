@@ -11,6 +11,23 @@
 -- in subagent_context_backfill_progress, so a backfill stopped part-way continues there; the keys are
 -- written only after the last window.
 
+-- On Citus a row of task_session_subagents is locked on the worker that holds its shard, where the caller's
+-- lock_timeout does not reach: a SET LOCAL, which Citus passes to the workers of the transaction when
+-- citus.propagate_set_commands is 'local', bounds the wait there too, for the rest of the transaction (a
+-- step of ours). Nothing elsewhere. Internal (subagent_store_history(), subagent_context_replay_failures()).
+CREATE FUNCTION @extschema@.subagent_context_bound_worker_waits()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF @extschema@.subagent_context_topology() = 'citus' THEN
+    PERFORM set_config('citus.propagate_set_commands', 'local', true);
+    EXECUTE format('SET LOCAL lock_timeout = %L', current_setting('lock_timeout'));
+  END IF;
+END
+$$;
+
 -- Stores the rows derived from the messages that pass a filter, newest message per (session, tool call),
 -- for keys that have no row yet under any execution id; returns how many it stored. The filter: messages
 -- created in [lo, hi), or, when `keys` is given (session || E'\x1f' || tool call), the messages of those
@@ -30,6 +47,7 @@ AS $$
 DECLARE
   stored bigint;
 BEGIN
+  PERFORM @extschema@.subagent_context_bound_worker_waits();
   -- EXECUTE: planned for these bounds (a window reads only its part of health's index).
   EXECUTE $q$
     INSERT INTO @extschema@.task_session_subagents (id, source,

@@ -119,6 +119,7 @@ DECLARE
   doc jsonb;
   n integer := 0;
 BEGIN
+  PERFORM @extschema@.subagent_context_bound_worker_waits();
   replayed := 0; unreplayed := 0;
   FOR f IN
     SELECT x.id, x.occurred_at, x.task_session_id, x.message_id, x.agent_execution_id
