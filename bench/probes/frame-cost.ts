@@ -45,7 +45,10 @@ function frames(): Frame[] {
 // The parts. Each reads frame i as base() does, then does its one thing.
 const READ = `SELECT f.* INTO r FROM probe.frames AS f WHERE f.i = $1;`;
 const DERIVE_ARGS = `r.session, r.task, r.turn, doc, r.created_at, r.updated_at, 'unknown'`;
-const UPSERT = (table: string, tag: string) => `INSERT INTO ${table} AS s (id, source,
+// The upsert of capture's subagent_merge_message() (sql/capture.sql), its derived row read from probe.derived
+// under a tag that keeps each part's keys apart. The merge (ON CONFLICT ... DO UPDATE SET ...) is taken from
+// the installed function, so the probe measures the rules capture runs, not a copy of them.
+const UPSERT = (merge: string, table: string, tag: string) => `INSERT INTO ${table} AS s (id, source,
       task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
       subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
       is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
@@ -54,24 +57,17 @@ const UPSERT = (table: string, tag: string) => `INSERT INTO ${table} AS s (id, s
       (d.row).child_session_id, (d.row).model, (d.row).agent_status, (d.row).tool_status, (d.row).is_async, (d.row).total_tokens,
       (d.row).tool_use_count, (d.row).duration_ms, (d.row).observed_at, (d.row).settled_at, (d.row).updated_at
       FROM probe.derived AS d WHERE d.i = $1
-    ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
-      turn_id = coalesce(s.turn_id, EXCLUDED.turn_id),
-      parent_tool_call_id = coalesce(EXCLUDED.parent_tool_call_id, s.parent_tool_call_id),
-      subagent_type = coalesce(EXCLUDED.subagent_type, s.subagent_type),
-      description = coalesce(EXCLUDED.description, s.description),
-      agent_id = coalesce(EXCLUDED.agent_id, s.agent_id),
-      child_session_id = coalesce(EXCLUDED.child_session_id, s.child_session_id),
-      model = coalesce(EXCLUDED.model, s.model),
-      agent_status = coalesce(EXCLUDED.agent_status, s.agent_status),
-      total_tokens = coalesce(EXCLUDED.total_tokens, s.total_tokens),
-      tool_use_count = coalesce(EXCLUDED.tool_use_count, s.tool_use_count),
-      duration_ms = coalesce(EXCLUDED.duration_ms, s.duration_ms),
-      tool_status = CASE WHEN s.settled_at IS NOT NULL THEN s.tool_status ELSE coalesce(EXCLUDED.tool_status, s.tool_status) END,
-      settled_at = coalesce(s.settled_at, EXCLUDED.settled_at),
-      is_async = greatest(s.is_async, EXCLUDED.is_async),
-      updated_at = greatest(s.updated_at, EXCLUDED.updated_at);`;
+    ${merge};`;
 
-const PARTS: Record<string, string> = {
+/** The ON CONFLICT clause of the installed subagent_merge_message(), up to the end of its statement. */
+async function installedMerge(c: { query: (sql: string) => Promise<{ rows: Array<{ def: string }> }> }): Promise<string> {
+  const { rows: [{ def }] } = await c.query(`SELECT pg_get_functiondef('public.subagent_merge_message'::regproc) AS def`);
+  const merge = /ON CONFLICT \(task_session_id, agent_execution_id, tool_call_id\) DO UPDATE SET[\s\S]*?;/.exec(def)?.[0];
+  if (!merge) throw new Error('subagent_merge_message() has no ON CONFLICT ... DO UPDATE SET clause that this probe can read');
+  return merge.slice(0, -1).replace(/--[^\n]*/g, '');
+}
+
+const parts = (merge: string): Record<string, string> => ({
   base: `${READ}`,
   parse: `${READ} doc := r.metadata::jsonb;`,
   // What the trigger computes before its upsert, on an already parsed document (parse is its own part).
@@ -105,9 +101,9 @@ const PARTS: Record<string, string> = {
   counters: `${READ} n := nextval('public.subagent_context_attempted_seq') + nextval('public.subagent_context_persisted_seq')
     + nextval('public.subagent_context_unknown_execution_seq');`,
   counter_one: `${READ} n := nextval('public.subagent_context_attempted_seq');`,
-  upsert: `${READ} ${UPSERT('public.task_session_subagents', "'u'")}`,
-  upsert_in_subxact: `${READ} BEGIN ${UPSERT('public.task_session_subagents', "'x'")} EXCEPTION WHEN OTHERS THEN NULL; END;`,
-};
+  upsert: `${READ} ${UPSERT(merge, 'public.task_session_subagents', "'u'")}`,
+  upsert_in_subxact: `${READ} BEGIN ${UPSERT(merge, 'public.task_session_subagents', "'x'")} EXCEPTION WHEN OTHERS THEN NULL; END;`,
+});
 // Upsert phases: the same upsert into the table, with indexes dropped one at a time in this order.
 const INDEXES = ['task_session_subagents_known_execution_idx', 'task_session_subagents_observed_idx',
   'task_session_subagents_turn_idx', 'task_session_subagents_task_idx'];
@@ -139,6 +135,8 @@ async function main() {
     await c.query(`CREATE TABLE probe.derived AS SELECT f.i, d AS row FROM probe.frames AS f,
       LATERAL public.derive_subagent_row(f.session, f.task, f.turn, f.metadata::jsonb, f.created_at, f.updated_at, 'unknown') AS d`);
     await c.query(`CREATE UNIQUE INDEX ON probe.derived (i)`);
+    const merge = await installedMerge(c);
+    const PARTS = parts(merge);
     for (const [name, body] of Object.entries(PARTS)) await c.query(fn(name, body));
     // Health's index on kandev's table: kandev's own UPDATE of the frames' messages, the trigger disabled.
     for (const s of new Set(list.map((f) => `${f.session}\t${f.task}`))) {
@@ -174,7 +172,7 @@ async function main() {
     INDEXES.forEach((idx, k) => {
       phases.push({ name: `upsert without ${INDEXES.slice(0, k + 1).map((x) => x.replace('task_session_subagents_', '')).join(', ')}`,
         setup: [`DROP INDEX public.${idx}`, `CREATE OR REPLACE FUNCTION probe.upsert_${k}(integer) RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE r record; BEGIN ${READ} ${UPSERT('public.task_session_subagents', `'p${k}'`)} END $f$`, ...WARM.map((i) => `SELECT probe.upsert_${k}(${i})`)],
+DECLARE r record; BEGIN ${READ} ${UPSERT(merge, 'public.task_session_subagents', `'p${k}'`)} END $f$`, ...WARM.map((i) => `SELECT probe.upsert_${k}(${i})`)],
         statements: list.map((_, i) => `SELECT probe.upsert_${k}(${i})`) });
     });
     phases.push({ name: 'kandev UPDATE, trigger disabled, health index', setup: [`PREPARE "${st.update.name}" AS ${st.update.text}`,
