@@ -32,14 +32,8 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO reconciled FROM @extschema@.subagent_context_reconciled(since);
-  -- The recent part, in one statement: each message and the row its capture wrote are seen together.
-  SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls,
-         array_agg(c.message_created_at) AS instants
-    INTO recent
-    FROM @extschema@.subagent_context_compare(since, coalesce(reconciled.started_at, since), 'infinity') AS c;
   -- The recorded keys, and which of them are resolved (their row exists, or their message is gone); where
-  -- the server can write (a standby reads the primary's record), those are dropped from the record, and the
-  -- misses of the recent part recorded.
+  -- the server can write (a standby reads the primary's record), those leave the record.
   SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls,
          array_agg(k.message_created_at) AS instants
     INTO recorded
@@ -48,11 +42,11 @@ BEGIN
   IF writable THEN
     PERFORM @extschema@.subagent_context_forget_missing(since, stored.sessions, stored.calls);
   END IF;
-  IF writable AND 'missing' = ANY (recent.kinds) THEN
-    PERFORM @extschema@.subagent_context_record_missing(since, array_agg(u.s), array_agg(u.c), array_agg(u.t))
-       FROM unnest(recent.kinds, recent.sessions, recent.calls, recent.instants) AS u(k, s, c, t)
-      WHERE u.k = 'missing';
-  END IF;
+  -- The recent part, in one statement (each message and the row its capture wrote are seen together); its
+  -- misses recorded.
+  SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls
+    INTO recent
+    FROM @extschema@.subagent_context_compare_recent(since, reconciled.started_at) AS c;
 
   RETURN QUERY
     SELECT DISTINCT d.kind, d.task_session_id, d.tool_call_id

@@ -27,7 +27,7 @@ BEGIN
       AS $body$
         SELECT CASE
                  WHEN octet_length(metadata) > 16777216
-                   OR length(metadata) - length(translate(metadata, '[{', '')) > 256
+                   OR octet_length(metadata) - octet_length(replace(replace(metadata, '[', ''), '{', '')) > 256
                    THEN @extschema@.subagent_parse_metadata_guarded(metadata)
                  WHEN pg_input_is_valid(metadata, 'jsonb') THEN metadata::jsonb
                END

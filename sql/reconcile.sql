@@ -14,8 +14,9 @@
 
 -- The comparison of one window, as one statement: on Citus each shard compares its messages with its rows
 -- under one snapshot, so a message and the row its capture wrote in the same transaction are seen together.
--- Keys are probed one by one through the unique key (execution 'unknown') and the index of known
--- executions, so the cost is per key, whatever the size of its session.
+-- Missing keys are probed one by one through the unique key (execution 'unknown') and the index of known
+-- executions; excess rows are found by grouping the window's rows with its messages by key. Either way
+-- the cost is per key, whatever the size of its session.
 CREATE FUNCTION @extschema@.subagent_context_compare(since timestamp, lo timestamp, hi timestamp)
 RETURNS TABLE (kind text, task_session_id text, tool_call_id text, message_created_at timestamp)
 LANGUAGE plpgsql STABLE
@@ -44,16 +45,19 @@ BEGIN
      WHERE f.found IS NULL
      GROUP BY k.task_session_id, k.call
     UNION ALL
-    SELECT 'excess', r.task_session_id, r.tool_call_id, NULL
-      FROM @extschema@.task_session_subagents AS r
-     WHERE r.observed_at >= $2 AND r.observed_at < $3
-       AND NOT EXISTS (
-             SELECT 1 FROM @extschema@.task_session_messages AS m
-              CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-              WHERE m.task_session_id = r.task_session_id
-                AND m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
-                AND @extschema@.subagent_qualifies(p.doc)
-                AND @extschema@.subagent_text_field(p.doc, 'tool_call_id') = r.tool_call_id)
+    SELECT 'excess', g.task_session_id, g.call, NULL
+      FROM (SELECT x.task_session_id, x.call, bool_or(x.is_message) AS has_message
+              FROM (SELECT r.task_session_id, r.tool_call_id AS call, false AS is_message
+                      FROM @extschema@.task_session_subagents AS r
+                     WHERE r.observed_at >= $2 AND r.observed_at < $3
+                    UNION ALL
+                    SELECT m.task_session_id, @extschema@.subagent_text_field(p.doc, 'tool_call_id'), true
+                      FROM @extschema@.task_session_messages AS m
+                     CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+                     WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+                       AND @extschema@.subagent_qualifies(p.doc)) AS x
+             GROUP BY x.task_session_id, x.call) AS g
+     WHERE NOT g.has_message
   $q$ USING since, lo, hi;
 END
 $$;
@@ -79,11 +83,38 @@ BEGIN
 END
 $$;
 
+-- The comparison of what was written since the newest completed reconciliation started (since activation
+-- when there is none), its missing keys recorded where the server can write (a standby reads the
+-- primary's record): health's recent part, and repair's first look. Internal.
+CREATE FUNCTION @extschema@.subagent_context_compare_recent(since timestamp, lo timestamp)
+RETURNS TABLE (kind text, task_session_id text, tool_call_id text, message_created_at timestamp)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  recent record;
+BEGIN
+  SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls,
+         array_agg(c.message_created_at) AS instants
+    INTO recent
+    FROM @extschema@.subagent_context_compare(since, coalesce(lo, since), 'infinity') AS c;
+  IF 'missing' = ANY (recent.kinds) AND NOT (pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on') THEN
+    PERFORM @extschema@.subagent_context_record_missing(since, array_agg(u.s), array_agg(u.c), array_agg(u.t))
+       FROM unnest(recent.kinds, recent.sessions, recent.calls, recent.instants) AS u(k, s, c, t)
+      WHERE u.k = 'missing';
+  END IF;
+  RETURN QUERY SELECT u.k, u.s, u.c, u.t FROM unnest(recent.kinds, recent.sessions, recent.calls, recent.instants) AS u(k, s, c, t);
+END
+$$;
+
 -- Which of the given recorded keys are resolved: they have a row observed since `since` under any execution
--- id (each looked up through the unique key, execution 'unknown', and the index of known executions), or no
--- qualifying message of theirs is left at the instant it was seen (deleted, or no longer a subagent call).
--- The keys travel as one intermediate result (MATERIALIZED), which Citus sends each worker once, not inside
--- every shard's query. Internal.
+-- id (looked up through the unique key, execution 'unknown', and the index of known executions), or, where
+-- their instant is given, no qualifying message of theirs is left at the instant it was seen (deleted, or
+-- no longer a subagent call). A message whose text still holds the tool call id is taken as still there
+-- without being parsed: a key is never dropped on a guess, at worst kept until repair or --full settles
+-- it. Per key, two or three index probes, whatever the size of its session. On Citus the keys travel as
+-- one intermediate result (MATERIALIZED) that each worker joins once: it plans no lateral probe from a
+-- list to a distributed table. Internal.
 CREATE FUNCTION @extschema@.subagent_context_resolved_keys(since timestamp, given_sessions text[], given_calls text[],
   given_instants timestamp[], OUT sessions text[], OUT calls text[])
 LANGUAGE plpgsql STABLE
@@ -93,37 +124,58 @@ BEGIN
   IF given_sessions IS NULL THEN
     RETURN;
   END IF;
+  IF @extschema@.subagent_context_topology() <> 'citus' THEN
+    EXECUTE $q$
+      SELECT array_agg(u.s), array_agg(u.c)
+        FROM unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t)
+        LEFT JOIN LATERAL (
+               SELECT true AS found FROM @extschema@.task_session_subagents AS r
+                WHERE r.task_session_id = u.s AND r.agent_execution_id = 'unknown' AND r.tool_call_id = u.c
+                  AND r.observed_at >= $4
+               UNION ALL
+               SELECT true FROM @extschema@.task_session_subagents AS r
+                WHERE r.task_session_id = u.s AND r.tool_call_id = u.c AND r.agent_execution_id <> 'unknown'
+                  AND r.observed_at >= $4
+               LIMIT 1) AS r ON true
+        LEFT JOIN LATERAL (
+               SELECT true AS found FROM @extschema@.task_session_messages AS m
+                WHERE r.found IS NULL AND u.t IS NOT NULL
+                  AND m.task_session_id = u.s AND m.created_at = u.t AND @extschema@.subagent_may_qualify(m.metadata)
+                  AND CASE WHEN strpos(m.metadata, u.c) > 0 THEN true
+                           ELSE (SELECT @extschema@.subagent_text_field(p.doc, 'tool_call_id') = u.c
+                                        AND @extschema@.subagent_qualifies(p.doc)
+                                   FROM (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p) END
+               LIMIT 1) AS a ON true
+       WHERE r.found OR (u.t IS NOT NULL AND a.found IS NULL)
+    $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, since;
+    RETURN;
+  END IF;
   EXECUTE $q$
-    WITH given AS MATERIALIZED (SELECT u.s, u.c FROM unnest($1::text[], $2::text[]) AS u(s, c)),
+    WITH given AS MATERIALIZED (SELECT u.s, u.c, u.t FROM unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t)),
          stored AS (
            SELECT k.s, k.c FROM given AS k
              JOIN @extschema@.task_session_subagents AS r
                ON r.task_session_id = k.s AND r.agent_execution_id = 'unknown' AND r.tool_call_id = k.c
-            WHERE r.observed_at >= $3
+            WHERE r.observed_at >= $4
            UNION
            SELECT k.s, k.c FROM given AS k
              JOIN @extschema@.task_session_subagents AS r
                ON r.task_session_id = k.s AND r.tool_call_id = k.c AND r.agent_execution_id <> 'unknown'
-            WHERE r.observed_at >= $3)
-    SELECT array_agg(x.s), array_agg(x.c) FROM stored AS x
-  $q$ INTO sessions, calls USING given_sessions, given_calls, since;
-  -- The others: is a qualifying message of theirs still there at the instant it was seen?
-  EXECUTE $q$
-    WITH given AS MATERIALIZED (
-           SELECT u.s, u.c, u.t FROM unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t)
-           EXCEPT SELECT x.s, x.c, u.t FROM unnest($4::text[], $5::text[]) AS x(s, c)
-                  JOIN unnest($1::text[], $2::text[], $3::timestamp[]) AS u(s, c, t) ON u.s = x.s AND u.c = x.c),
+            WHERE r.observed_at >= $4),
          alive AS (
            SELECT DISTINCT k.s, k.c FROM given AS k
              JOIN @extschema@.task_session_messages AS m ON m.task_session_id = k.s AND m.created_at = k.t
+            CROSS JOIN LATERAL (SELECT CASE WHEN strpos(m.metadata, k.c) > 0 THEN NULL
+                                            ELSE @extschema@.subagent_parse_metadata(m.metadata) END AS doc OFFSET 0) AS p
             WHERE @extschema@.subagent_may_qualify(m.metadata)
-              AND @extschema@.subagent_text_field(@extschema@.subagent_parse_metadata(m.metadata), 'tool_call_id') = k.c
-              AND @extschema@.subagent_qualifies(@extschema@.subagent_parse_metadata(m.metadata)))
+              AND (strpos(m.metadata, k.c) > 0
+                   OR (@extschema@.subagent_text_field(p.doc, 'tool_call_id') = k.c AND @extschema@.subagent_qualifies(p.doc))))
     SELECT array_agg(x.s), array_agg(x.c)
-      FROM (SELECT g.s, g.c FROM given AS g LEFT JOIN alive AS a ON a.s = g.s AND a.c = g.c WHERE a.s IS NULL
+      FROM (SELECT k.s, k.c FROM given AS k WHERE k.t IS NOT NULL
+            EXCEPT SELECT a.s, a.c FROM alive AS a
             UNION
-            SELECT u.s, u.c FROM unnest($4::text[], $5::text[]) AS u(s, c)) AS x
-  $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, sessions, calls;
+            SELECT x.s, x.c FROM stored AS x) AS x
+  $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, since;
 END
 $$;
 
@@ -134,7 +186,9 @@ LANGUAGE sql VOLATILE
 AS $$
   DELETE FROM @extschema@.subagent_context_missing_keys AS k
    USING unnest(sessions, calls) AS u(s, c)
-   WHERE k.capture_since = since AND k.task_session_id = u.s AND k.tool_call_id = u.c
+   WHERE k.capture_since = since
+     AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.s || E'\x1f' || u.c)  -- the unique index
+     AND k.task_session_id = u.s AND k.tool_call_id = u.c
 $$;
 
 -- The code that compares here: the installed code layer's digest (a run by other code is not trusted).

@@ -28,13 +28,14 @@ END
 $$;
 
 -- One batch of missing keys, newest message first, after the cursor (NULLs: from the newest; the first
--- call also records what health finds missing now): each key's row derived from its newest qualifying
+-- call also records what was written since the last reconciliation and is missing): each key's row derived from its newest qualifying
 -- message (the backfill's derivation, source 'backfill'), unless the key has a row under any execution id.
 -- Where the batch's keys are most of the candidate messages of the span of time they cover (a large gap),
 -- the span is walked as the backfill walks a window, which stores the same rows, and the other missing keys
 -- in it, at the backfill's rate; otherwise each key's messages are looked up at the instant a comparison
--- saw them. Keys whose row a transaction still holds are left for a later run (held). pending: the recorded
--- keys after this batch; the cursor of the next batch; more: there may be one.
+-- saw them. Keys whose row a transaction still holds are left for a later run (held). pending (first call
+-- only, NULL after it: counting on every call would read the record once per batch): the recorded keys
+-- after this batch; the cursor of the next batch; more: there may be one.
 CREATE FUNCTION @extschema@.subagent_context_repair(
   before_created_at timestamp DEFAULT NULL, before_key text DEFAULT NULL,
   OUT repaired bigint, OUT held bigint, OUT pending bigint, OUT next_created_at timestamp, OUT next_key text,
@@ -53,7 +54,7 @@ DECLARE
   got record;
 BEGIN
   IF before_created_at IS NULL THEN
-    PERFORM count(*) FROM @extschema@.subagent_context_discrepancies();
+    PERFORM count(*) FROM @extschema@.subagent_context_compare_recent(since, (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r));
   END IF;
   SELECT array_agg(k.task_session_id ORDER BY k.message_created_at DESC, k.key DESC) AS sessions,
          array_agg(k.tool_call_id ORDER BY k.message_created_at DESC, k.key DESC) AS calls,
@@ -63,14 +64,14 @@ BEGIN
     INTO keys
     FROM (SELECT m.task_session_id, m.tool_call_id, m.task_session_id || E'\x1f' || m.tool_call_id AS key, m.message_created_at
             FROM @extschema@.subagent_context_missing_keys AS m
-           WHERE m.capture_since = since
+           WHERE m.capture_since = since AND m.message_created_at <= coalesce(before_created_at, 'infinity')
              AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id)
                  < (coalesce(before_created_at, 'infinity'), coalesce(before_key, ''))
            ORDER BY m.message_created_at DESC, 2 DESC
            LIMIT batch) AS k;
   more := keys.n = batch;
   IF keys.n = 0 THEN
-    repaired := 0; held := 0; pending := 0;
+    repaired := 0; held := 0; pending := CASE WHEN before_created_at IS NULL THEN 0 END;
     RETURN;
   END IF;
   -- Whether the span of the batch holds at most twice as many candidate messages as keys.
@@ -92,9 +93,11 @@ BEGIN
   PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
   next_created_at := keys.instants[keys.n];
   next_key := keys.keys[keys.n];
-  SELECT count(*) INTO pending FROM @extschema@.subagent_context_missing_keys AS m
-   WHERE m.capture_since = since
-     AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
+  IF before_created_at IS NULL THEN
+    SELECT count(*) INTO pending FROM @extschema@.subagent_context_missing_keys AS m
+     WHERE m.capture_since = since AND m.message_created_at <= next_created_at
+       AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
+  END IF;
 END
 $$;
 

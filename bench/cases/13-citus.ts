@@ -14,6 +14,7 @@ import { createHostTables } from '../../kandev/host.js';
 import { afterActivation, writeSubagentCalls } from '../../kandev/subagent-calls.js';
 import { backfill, up } from '../../src/install.js';
 import { reconcileAll } from '../../src/reconcile.js';
+import { runCli } from '../reconcile.js';
 
 const CALLS = QUICK ? 3_000 : 30_000;
 const SESSIONS = QUICK ? 30 : 300;
@@ -24,14 +25,11 @@ type Store = typeof STORES[number];
 
 const seconds = async (fn: () => Promise<unknown>) => { const t0 = now(); await fn(); return (now() - t0) / 1000; };
 
-/** The CLI's repair: batches until one stores nothing or nothing remains; how many it stored. */
-async function repair(c: pg.Client): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rows: [b] } = await c.query('SELECT repaired::float8 AS repaired, remaining::float8 AS remaining FROM public.subagent_context_repair()');
-    total += b.repaired;
-    if (b.repaired === 0 || b.remaining === 0) return total;
-  }
+/** `subagent-context repair --json` (the command an operator runs): how many rows it stored. */
+async function repair(url: string): Promise<number> {
+  const res = await runCli(url, ['repair', '--json']);
+  if (res.code !== 0) throw new Error(`bench: repair exited ${res.code}: ${res.stderr.trim()}`);
+  return (JSON.parse(res.stdout) as { repaired: number }).repaired;
 }
 
 const kase: BenchCase = {
@@ -92,7 +90,7 @@ const kase: BenchCase = {
           if (rowCount !== MISSING) throw new Error(`bench: ${s} had ${rowCount} rows of calls since activation, not ${MISSING}`);
           fullSeconds[s].push(await seconds(() => reconcileAll(c[s], 'public')));
           let repaired = 0;
-          repairSeconds[s].push(await seconds(async () => { repaired = await repair(c[s]); }));
+          repairSeconds[s].push(await seconds(async () => { repaired = await repair(urls[s]); }));
           if (repaired !== MISSING) throw new Error(`bench: repair on ${s} stored ${repaired} of ${MISSING}`);
           log(`health --full on ${s}: ${fullSeconds[s].at(-1)!.toFixed(1)} s, repair ${repairSeconds[s].at(-1)!.toFixed(1)} s`);
         }

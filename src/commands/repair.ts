@@ -81,6 +81,7 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
   }
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
   cursor = [null, null];
+  let total = 0;
   try {
     for (;;) {
       const { rows: [b] } = await inStep(client, () => client.query(
@@ -88,7 +89,8 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
            FROM ${s}.subagent_context_repair($1::timestamp, $2::text)`, cursor));
       done.repaired += b.repaired;
       done.held += b.held;
-      shown?.update(done.repaired + done.held, done.repaired + done.held + b.pending);
+      if (b.pending !== null) total = done.repaired + done.held + b.pending;  // counted by the first batch only
+      shown?.update(done.repaired + done.held, total);
       if (!b.more) break;
       cursor = [b.next_created_at, b.next_key];
     }
