@@ -128,6 +128,21 @@ export function runCli(url: string, args: string[]): Promise<{ ms: number; code:
   });
 }
 
+/**
+ * A CLI call that must exit with one of `codes` and print one JSON object (`--json`): its time, exit code
+ * and that object; anything else throws with what it printed.
+ */
+export async function cliJson(url: string, args: string[], codes: number[]): Promise<{ ms: number; code: number; out: Record<string, unknown> }> {
+  const r = await runCli(url, args);
+  let out: Record<string, unknown> | undefined;
+  try { out = JSON.parse(r.stdout); } catch { /* below */ }
+  if (!codes.includes(r.code) || !out) {
+    throw new Error(`bench: \`subagent-context ${args.join(' ')}\` exited ${r.code} (expected ${codes.join(' or ')}): ` +
+      `stdout ${JSON.stringify(r.stdout.slice(0, 2000))} stderr ${JSON.stringify(r.stderr.slice(0, 2000))}`);
+  }
+  return { ms: r.ms, code: r.code, out };
+}
+
 /** The time node takes to start the CLI and print its version: what a CLI time includes besides its work. */
 export async function cliStartMs(): Promise<number> {
   const t = [];
