@@ -19,6 +19,9 @@ CREATE FUNCTION @extschema@.subagent_context_discrepancies()
 RETURNS TABLE (kind text, task_session_id text, tool_call_id text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- A plain index scan marks the entries of rows it finds dead, so after a large repair (every recorded key
+-- deleted) only the first call walks them; a bitmap scan marks none and every call would, until vacuum.
+SET enable_bitmapscan = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_capture_since();
@@ -87,6 +90,7 @@ SET search_path = pg_catalog, pg_temp
 -- stale (right after a large repair or backfill), would cost what history costs. JIT off: with seq scans
 -- priced out, a query of a few rows looks costly enough to be compiled, which costs more than it saves.
 SET enable_seqscan = off
+SET enable_bitmapscan = off  -- see subagent_context_discrepancies()
 SET jit = off
 AS $$
 DECLARE

@@ -109,10 +109,11 @@ $$;
 
 -- Which of the given recorded keys are resolved: they have a row observed since `since` under any execution
 -- id (looked up through the unique key, execution 'unknown', and the index of known executions), or, where
--- their instant is given, no qualifying message of theirs is left at the instant it was seen (deleted, or
--- no longer a subagent call). A message whose text still holds the tool call id is taken as still there
--- without being parsed: a key is never dropped on a guess, at worst kept until repair or --full settles
--- it. Per key, two or three index probes, whatever the size of its session. On Citus the keys travel as
+-- their instant is given, no message of their session is left at the instant it was seen that may be a
+-- subagent call (deleted, or rewritten as something else). Its document is not read (health's index
+-- holds exactly such messages): a key is never dropped on a guess, and one whose message became another
+-- call stays until a reconciliation compares that instant again (--full). Per key, two or three index
+-- probes and no document read, whatever the size of its session. On Citus the keys travel as
 -- one intermediate result (MATERIALIZED) that each worker joins once: it plans no lateral probe from a
 -- list to a distributed table. Internal.
 CREATE FUNCTION @extschema@.subagent_context_resolved_keys(since timestamp, given_sessions text[], given_calls text[],
@@ -141,10 +142,6 @@ BEGIN
                SELECT true AS found FROM @extschema@.task_session_messages AS m
                 WHERE r.found IS NULL AND u.t IS NOT NULL
                   AND m.task_session_id = u.s AND m.created_at = u.t AND @extschema@.subagent_may_qualify(m.metadata)
-                  AND CASE WHEN strpos(m.metadata, u.c) > 0 THEN true
-                           ELSE (SELECT @extschema@.subagent_text_field(p.doc, 'tool_call_id') = u.c
-                                        AND @extschema@.subagent_qualifies(p.doc)
-                                   FROM (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p) END
                LIMIT 1) AS a ON true
        WHERE r.found OR (u.t IS NOT NULL AND a.found IS NULL)
     $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, since;
@@ -165,11 +162,7 @@ BEGIN
          alive AS (
            SELECT DISTINCT k.s, k.c FROM given AS k
              JOIN @extschema@.task_session_messages AS m ON m.task_session_id = k.s AND m.created_at = k.t
-            CROSS JOIN LATERAL (SELECT CASE WHEN strpos(m.metadata, k.c) > 0 THEN NULL
-                                            ELSE @extschema@.subagent_parse_metadata(m.metadata) END AS doc OFFSET 0) AS p
-            WHERE @extschema@.subagent_may_qualify(m.metadata)
-              AND (strpos(m.metadata, k.c) > 0
-                   OR (@extschema@.subagent_text_field(p.doc, 'tool_call_id') = k.c AND @extschema@.subagent_qualifies(p.doc))))
+            WHERE @extschema@.subagent_may_qualify(m.metadata))
     SELECT array_agg(x.s), array_agg(x.c)
       FROM (SELECT k.s, k.c FROM given AS k WHERE k.t IS NOT NULL
             EXCEPT SELECT a.s, a.c FROM alive AS a
