@@ -88,7 +88,12 @@ const kase: BenchCase = {
         for (const s of order(STORES, r)) {
           const { rowCount } = await c[s].query(`DELETE FROM task_session_subagents WHERE tool_call_id LIKE 'l-call-%'`);
           if (rowCount !== MISSING) throw new Error(`bench: ${s} had ${rowCount} rows of calls since activation, not ${MISSING}`);
-          fullSeconds[s].push(await seconds(() => reconcileAll(c[s], 'public')));
+          // health --full's reconciliation: compares everything written up to now, even just after another.
+          let full: Awaited<ReturnType<typeof reconcileAll>> | undefined;
+          fullSeconds[s].push(await seconds(async () => { full = await reconcileAll(c[s], 'public', { now: true }); }));
+          if (full?.status !== 'completed' || Number(full.missing) !== MISSING) {
+            throw new Error(`bench: health --full's reconciliation on ${s}: ${full?.status}, ${full?.missing} missing, not ${MISSING}`);
+          }
           let repaired = 0;
           repairSeconds[s].push(await seconds(async () => { repaired = await repair(urls[s]); }));
           if (repaired !== MISSING) throw new Error(`bench: repair on ${s} stored ${repaired} of ${MISSING}`);
