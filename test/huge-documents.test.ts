@@ -80,7 +80,7 @@ describe('documents at the edge of what PostgreSQL holds', () => {
     let step: { status: string; missing: number; compared: number };
     do {
       step = (await db.query(`SELECT status, missing::int, messages_compared::int AS compared
-                                FROM subagent_context_reconcile($1::timestamp)`, [now])).rows[0];
+                                FROM subagent_context_reconcile($1::timestamp)`, [now])).rows[0] as typeof step;
     } while (step.status === 'stepped');
     expect(step).toMatchObject({ status: 'completed', missing: 0 });
     expect(step.compared).toBeGreaterThan(0);
