@@ -4,18 +4,27 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, startCli, exporterUrl } from './helpers/cli.js';
 
 const db = await freshDatabase('process_title', { from: 'installed' });
 const cli = builtCli();
+// A dashboard role (USAGE on the schema is all metrics needs). Every test server trusts it on loopback,
+// the embedded one included (which asks `postgres` for its password), so any password logs it in.
+const role = `sc_title_${randomBytes(3).toString('hex')}`;
+await db.query(`CREATE ROLE ${role} LOGIN; GRANT USAGE ON SCHEMA public TO ${role}`);
 const children: ChildProcess[] = [];
-afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await db.query(`DROP OWNED BY ${role}; DROP ROLE ${role}`);
+});
 
-/** db.url with `password` in it (the test server trusts local connections, so any password logs in). */
+/** The role's URL, with `password` in it when given. */
 function withPassword(password: string, query = ''): string {
   const u = new URL(db.url);
+  u.username = role;
   u.password = password;
   return u.toString() + query;
 }
@@ -57,8 +66,10 @@ describe('the process title', () => {
   });
 
   it('a command line without a password is left as it was', async () => {
-    const p = await running(['--database-url', db.url]);
-    expect(p.cmdline.split('\0').slice(0, -1)).toEqual([process.execPath, cli, 'metrics', '--listen', '127.0.0.1:0', '--database-url', db.url]);
+    const url = withPassword('');
+    const p = await running(['--database-url', url]);
+    expect(p.cmdline.split('\0').slice(0, -1)).toEqual([process.execPath, cli, 'metrics', '--listen', '127.0.0.1:0', '--database-url', url]);
+    expect(await (await fetch(p.url)).text()).toMatch(/^subagent_context_up\{schema="public"\} 1$/m);
     p.stop();
   });
 });
