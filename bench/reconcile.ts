@@ -31,11 +31,11 @@ export function definedInSql(name: string): boolean {
 /** Why the reconciliation API is not usable in this database, or null when it is. */
 export async function reconcileApiMissing(c: pg.ClientBase): Promise<string | null> {
   const { rows: [r] } = await c.query(`SELECT
-      to_regprocedure('subagent_context_reconcile(integer, interval)') IS NOT NULL AS reconcile,
+      to_regprocedure('subagent_context_reconcile(timestamp without time zone)') IS NOT NULL AS reconcile,
       EXISTS (SELECT 1 FROM pg_proc AS p WHERE p.proname = 'subagent_context_health'
                  AND 'reconciled_at' = ANY (p.proargnames)) AS reconciled_at`);
   if (r.reconcile && r.reconciled_at) return null;
-  return `the reconciliation API is not installed here (${[!r.reconcile && 'subagent_context_reconcile(integer, interval)',
+  return `the reconciliation API is not installed here (${[!r.reconcile && 'subagent_context_reconcile(timestamp)',
     !r.reconciled_at && 'subagent_context_health().reconciled_at'].filter(Boolean).join(', ')} missing): ` +
     NOT_YET;
 }
@@ -45,25 +45,29 @@ export interface ReconcileStep {
   messages_compared: number; missing: number; excess: number; completed: boolean;
 }
 
-/** One step: `subagent_context_reconcile(max_messages, min_age)`. */
-export async function reconcileStep(c: pg.ClientBase, maxMessages = 5000, minAge = '0'): Promise<ReconcileStep> {
+/** One step: `subagent_context_reconcile(not_before)` (NULL: the run in progress, or a new one when due). */
+export async function reconcileStep(c: pg.ClientBase, notBefore: string | null = null): Promise<ReconcileStep> {
   const { rows: [r] } = await c.query(`SELECT status, reconciliation_id::text, started_at, compared_through,
       messages_compared::float8 AS messages_compared, missing::float8 AS missing, excess::float8 AS excess, completed
-    FROM subagent_context_reconcile($1::int, $2::interval)`, [maxMessages, minAge]);
+    FROM subagent_context_reconcile($1::timestamp)`, [notBefore]);
   return r as ReconcileStep;
 }
 
 /**
- * Steps until a reconciliation completes: a new one when `force` (min_age 0: whatever was compared before),
- * else the one in progress, or none when the newest completed one is younger than a day ('current').
+ * Steps until a reconciliation completes: when `force`, one that compares everything written up to now
+ * (health --full's), else the one in progress, or none when the newest completed one is recent enough
+ * ('current'). `maxMessages` is the step's size (subagent_context.batch_messages, on this session).
  * Waits out 'busy' (another session is stepping it: health or the exporter may); refuses 'read_only' and
  * 'not_activated'. Returns its steps, seconds and last row.
  */
 export async function reconcileToCompletion(c: pg.ClientBase, force = true, maxMessages = 5000):
   Promise<{ steps: number; seconds: number; last: ReconcileStep }> {
+  await c.query(`SELECT set_config('subagent_context.batch_messages', $1, false)`, [String(maxMessages)]);
+  const notBefore = force
+    ? (await c.query(`SELECT (clock_timestamp() AT TIME ZONE 'UTC')::text AS now`)).rows[0].now as string : null;
   const t0 = now();
   for (let steps = 1; ; steps++) {
-    const r = await reconcileStep(c, maxMessages, force && steps === 1 ? '0' : '1 day');
+    const r = await reconcileStep(c, notBefore);
     if (r.completed || r.status === 'current') return { steps, seconds: (now() - t0) / 1000, last: r };
     if (r.status === 'busy') await new Promise((res) => setTimeout(res, 50));
     else if (r.status !== 'stepped') throw new Error(`bench: reconciliation step ${steps}: status ${r.status}`);

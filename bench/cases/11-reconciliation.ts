@@ -1,5 +1,5 @@
 // Health at any size (d): one complete reconciliation of the largest store (a new one, started with
-// min_age 0, stepped to completion by `subagent_context_reconcile(5000, '0')`) while 8 kandev writers
+// stepped to completion by `subagent_context_reconcile(now)`, as health --full does) while 8 kandev writers
 // write the traffic model's live sessions. Reported: messages compared per second; the age of the
 // reconciling session's snapshot (pg_stat_activity.backend_xmin, sampled every 100 ms: how long the same
 // xmin has been held, and how long its transaction has run); writers blocked by it (pg_blocking_pids);
