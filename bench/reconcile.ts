@@ -10,6 +10,7 @@ import { now, open } from './harness.js';
 import { STORE_BASE, benchPlan, relabel } from './stores.js';
 import { createRows, writeSession } from './replay.js';
 import type { PlannedSession, Write } from '../kandev/traffic-plan.js';
+import { reconcileStep, type ReconcileStep } from '../src/reconcile.js';
 
 const NOT_YET = 'this case runs once the branch has it (rebase on main)';
 
@@ -40,18 +41,8 @@ export async function reconcileApiMissing(c: pg.ClientBase): Promise<string | nu
     NOT_YET;
 }
 
-export interface ReconcileStep {
-  status: string; reconciliation_id: string; started_at: Date | null; compared_through: Date | null;
-  messages_compared: number; missing: number; excess: number; completed: boolean;
-}
-
-/** One step: `subagent_context_reconcile(not_before)` (NULL: the run in progress, or a new one when due). */
-export async function reconcileStep(c: pg.ClientBase, notBefore: string | null = null): Promise<ReconcileStep> {
-  const { rows: [r] } = await c.query(`SELECT status, reconciliation_id::text, started_at, compared_through,
-      messages_compared::float8 AS messages_compared, missing::float8 AS missing, excess::float8 AS excess, completed
-    FROM subagent_context_reconcile($1::timestamp)`, [notBefore]);
-  return r as ReconcileStep;
-}
+/** A step of a run: its counts are there (reconcileToCompletion refuses the statuses without one). */
+type RunStep = ReconcileStep & { messages_compared: number; missing: number; excess: number };
 
 /**
  * Steps until a reconciliation completes: when `force`, one that compares everything written up to now
@@ -61,14 +52,17 @@ export async function reconcileStep(c: pg.ClientBase, notBefore: string | null =
  * 'not_activated'. Returns its steps, seconds and last row.
  */
 export async function reconcileToCompletion(c: pg.ClientBase, force = true, maxMessages = 5000):
-  Promise<{ steps: number; seconds: number; last: ReconcileStep }> {
+  Promise<{ steps: number; seconds: number; last: RunStep }> {
   await c.query(`SELECT set_config('subagent_context.batch_messages', $1, false)`, [String(maxMessages)]);
   const notBefore = force
     ? (await c.query(`SELECT (clock_timestamp() AT TIME ZONE 'UTC')::text AS now`)).rows[0].now as string : null;
   const t0 = now();
   for (let steps = 1; ; steps++) {
-    const r = await reconcileStep(c, notBefore);
-    if (r.completed || r.status === 'current') return { steps, seconds: (now() - t0) / 1000, last: r };
+    const r = await reconcileStep(c, 'public', notBefore);
+    if (r.completed || r.status === 'current') {
+      if (r.messages_compared === null || r.missing === null || r.excess === null) throw new Error(`bench: step ${steps} (${r.status}) has no run`);
+      return { steps, seconds: (now() - t0) / 1000, last: r as RunStep };
+    }
     if (r.status === 'busy') await new Promise((res) => setTimeout(res, 50));
     else if (r.status !== 'stepped') throw new Error(`bench: reconciliation step ${steps}: status ${r.status}`);
     if (now() - t0 > 3_600_000) throw new Error('bench: the reconciliation did not complete within an hour');
