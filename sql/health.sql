@@ -25,7 +25,7 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_capture_since();
-  writable boolean := NOT (pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on');
+  writable boolean := NOT @extschema@.subagent_context_read_only();
   reconciled record;
   recent record;
   recorded record;

@@ -98,7 +98,7 @@ BEGIN
          array_agg(c.message_created_at) AS instants
     INTO recent
     FROM @extschema@.subagent_context_compare(since, coalesce(lo, since), 'infinity') AS c;
-  IF 'missing' = ANY (recent.kinds) AND NOT (pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on') THEN
+  IF 'missing' = ANY (recent.kinds) AND NOT @extschema@.subagent_context_read_only() THEN
     PERFORM @extschema@.subagent_context_record_missing(since, array_agg(u.s), array_agg(u.c), array_agg(u.t))
        FROM unnest(recent.kinds, recent.sessions, recent.calls, recent.instants) AS u(k, s, c, t)
       WHERE u.k = 'missing';
@@ -234,7 +234,7 @@ DECLARE
   now_utc timestamp := clock_timestamp() AT TIME ZONE 'UTC';
 BEGIN
   completed := false;
-  IF pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' THEN
+  IF @extschema@.subagent_context_read_only() THEN
     status := 'read_only';
     RETURN;
   END IF;

@@ -18,7 +18,7 @@ BEGIN
       USING HINT = 'Run `subagent-context up` (or `subagent-context backfill`) first.',
             ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  IF pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' THEN
+  IF @extschema@.subagent_context_read_only() THEN
     RAISE EXCEPTION 'subagent-context repair writes rows, and this server or transaction is read-only'
       USING HINT = 'Run `subagent-context repair` against the primary; health, report and metrics work here.',
             ERRCODE = 'read_only_sql_transaction';
@@ -28,8 +28,9 @@ END
 $$;
 
 -- One batch of missing keys, newest message first, after the cursor (NULLs: from the newest; the first
--- call also records what was written since the last reconciliation and is missing): each key's row derived from its newest qualifying
--- message (the backfill's derivation, source 'backfill'), unless the key has a row under any execution id.
+-- call also records what was written since the last reconciliation and is missing): each key's row
+-- derived from its newest qualifying message (the backfill's derivation, source 'backfill'), unless the
+-- key has a row under any execution id.
 -- Where the batch's keys are most of the candidate messages of the span of time they cover (a large gap),
 -- the span is walked as the backfill walks a window, which stores the same rows, and the other missing keys
 -- in it, at the backfill's rate; otherwise each key's messages are looked up at the instant a comparison
@@ -54,7 +55,9 @@ DECLARE
   got record;
 BEGIN
   IF before_created_at IS NULL THEN
-    PERFORM count(*) FROM @extschema@.subagent_context_compare_recent(since, (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r));
+    PERFORM count(*)
+       FROM @extschema@.subagent_context_compare_recent(
+              since, (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r));
   END IF;
   SELECT array_agg(k.task_session_id ORDER BY k.message_created_at DESC, k.key DESC) AS sessions,
          array_agg(k.tool_call_id ORDER BY k.message_created_at DESC, k.key DESC) AS calls,

@@ -24,3 +24,9 @@ BEGIN
               ELSE 'plain' END;
 END
 $$;
+
+-- Whether this server or transaction cannot write (a standby, or a read-only transaction): health and the
+-- reconciliation then record nothing (a standby reads the primary's record), and repair refuses. Internal.
+CREATE FUNCTION @extschema@.subagent_context_read_only()
+RETURNS boolean LANGUAGE sql STABLE
+AS $$ SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' $$;
