@@ -4,7 +4,7 @@
 // under way had compared before the miss was written. On 8c1724b a run under way completed without seeing
 // such a miss and health went back to healthy (1, then 0), and `health --full` found 2 of the 3 misses below.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase, writeUncaptured } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { quoteIdent } from '#sql';
 import { builtCli, runCli } from './helpers/cli.js';
@@ -13,14 +13,6 @@ const cli = builtCli();
 const db = await freshDatabase('found_misses');
 const frame = (tool_call_id: string) => subagentMetadata({ tool_call_id, status: 'pending', subagent: { status: 'async_launched' } });
 const q = async (sql: string, values?: unknown[]) => (await db.query(sql, values)).rows;
-
-/** A message written the way a bulk load or an apply worker writes it: no trigger fires. */
-async function writeUncaptured(schema: string, m: Parameters<typeof insertMessage>[2]) {
-  const writer = await db.connect();
-  await writer.query('SET session_replication_role = replica');
-  await insertMessage(writer, schema, m);
-  await writer.end();
-}
 
 /** subagent_context_health(), as a dashboard calls it (no reconciliation step after it). */
 async function health(schema: string) {
@@ -84,7 +76,7 @@ describe('a miss written into a range that a reconciliation under way had alread
   expect(run.compared_through > created[1]!).toBe(true);
   // Then a miss, with a created_at in that compared range, after the last completed run started.
   const missedAt = await between(created[0]!, created[1]!);
-  await writeUncaptured('behind', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: missedAt, metadata: frame('toolu_missed') });
+  await writeUncaptured(db, 'behind', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: missedAt, metadata: frame('toolu_missed') });
 
   it('plain health reports it (it was created after reconciled_at)', async () => {
     const h = await health('behind');
@@ -133,7 +125,7 @@ describe('health --full while a reconciliation is unfinished: misses in the olde
   expect(run.compared_through > misses.oldest).toBe(true);
   expect(run.compared_through < misses.newest).toBe(true);
   for (const [name, at] of Object.entries(misses)) {
-    await writeUncaptured('unfinished', { id: name, session: t.session, task: t.task, turn: t.turn, created_at: at, metadata: frame(`toolu_${name}`) });
+    await writeUncaptured(db, 'unfinished', { id: name, session: t.session, task: t.task, turn: t.turn, created_at: at, metadata: frame(`toolu_${name}`) });
   }
 
   it('health --full finds all three: exit 1', async () => {
@@ -168,7 +160,7 @@ describe('a found miss whose message goes away: deleted, or rewritten as somethi
   await captured('gone', t, 'kept', 3);
   // Two misses found while the old history is compared (a --full), so both are recorded ones.
   for (const id of ['deleted', 'rewritten']) {
-    await writeUncaptured('gone', { id, session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame(`toolu_${id}`) });
+    await writeUncaptured(db, 'gone', { id, session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame(`toolu_${id}`) });
   }
 
   it('both are recorded: shortfall 2', async () => {

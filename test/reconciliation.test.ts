@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase, writeUncaptured } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { quoteIdent } from '#sql';
 import { builtCli, runCli } from './helpers/cli.js';
@@ -12,14 +12,6 @@ import { builtCli, runCli } from './helpers/cli.js';
 const db = await freshDatabase('reconciliation');
 const frame = (tool_call_id: string) => subagentMetadata({ tool_call_id, status: 'pending', subagent: { status: 'async_launched' } });
 const q = async (sql: string, values?: unknown[]) => (await db.query(sql, values)).rows;
-
-/** A message written the way a bulk load or an apply worker writes it: no trigger fires. */
-async function writeUncaptured(schema: string, m: Parameters<typeof insertMessage>[2]) {
-  const writer = await db.connect();
-  await writer.query('SET session_replication_role = replica');
-  await insertMessage(writer, schema, m);
-  await writer.end();
-}
 
 async function health(schema: string) {
   return (await q(`SELECT shortfall::int, excess::int, status, reconciled_at::text FROM ${quoteIdent(schema)}.subagent_context_health()`))[0];
@@ -81,7 +73,7 @@ describe('a miss since the last reconciliation is found by the next health', asy
   await db.up('recent');
   const t = await createTurn(db.pool, 'recent', 'recent', await utcNow());
   await insertMessage(db.pool, 'recent', { id: 'seen', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_seen') });
-  await writeUncaptured('recent', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
+  await writeUncaptured(db, 'recent', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
 
   it('without a new reconciliation', async () => {
     expect(await health('recent')).toMatchObject({ shortfall: 1, status: 'shortfall' });
@@ -107,7 +99,7 @@ describe('a miss among older messages is found by the next reconciliation, and s
   const reconciledAt = (await health('old')).reconciled_at as string;
   const between = (await q(`SELECT ($1::timestamptz AT TIME ZONE 'UTC' + ($2::timestamp - ($1::timestamptz AT TIME ZONE 'UTC')) / 2)::text AS t`,
     [since, reconciledAt]))[0].t as string;
-  await writeUncaptured('old', { id: 'bulk', session: t.session, task: t.task, turn: t.turn, created_at: between, metadata: frame('toolu_bulk') });
+  await writeUncaptured(db, 'old', { id: 'bulk', session: t.session, task: t.task, turn: t.turn, created_at: between, metadata: frame('toolu_bulk') });
   await db.query(`ALTER TABLE old.task_session_messages DISABLE TRIGGER subagent_context_capture`);
   await insertMessage(db.pool, 'old', { id: 'off', session: t.session, task: t.task, turn: t.turn, created_at: between, metadata: frame('toolu_off') });
   await db.query(`ALTER TABLE old.task_session_messages ENABLE TRIGGER subagent_context_capture`);
@@ -141,7 +133,7 @@ describe('a reconciliation stopped part-way resumes and ends as an uninterrupted
     const t = await createTurn(db.pool, schema, schema, await utcNow());
     for (let i = 0; i < 12; i++) {
       const m = { id: `m${i}`, session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame(`toolu_${i}`) };
-      if (i % 4 === 0) await writeUncaptured(schema, m); else await insertMessage(db.pool, schema, m);
+      if (i % 4 === 0) await writeUncaptured(db, schema, m); else await insertMessage(db.pool, schema, m);
     }
     await db.query(`DELETE FROM ${quoteIdent(schema)}.task_session_subagents WHERE tool_call_id = 'toolu_5'`);
     await db.query(`DELETE FROM ${quoteIdent(schema)}.task_session_messages WHERE id = 'm7'`);
@@ -191,7 +183,7 @@ describe('read-only: health answers from what was recorded, and the reconciliati
   await db.createHost('ro');
   await db.up('ro');
   const t = await createTurn(db.pool, 'ro', 'ro', await utcNow());
-  await writeUncaptured('ro', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
+  await writeUncaptured(db, 'ro', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
   await reconcileAll('ro');
 
   it('in a read-only transaction', async () => {
@@ -208,7 +200,7 @@ describe('the record survives pg_dump and pg_restore', async () => {
   await db.createHost('dumped');
   await db.up('dumped');
   const t = await createTurn(db.pool, 'dumped', 'dumped', await utcNow());
-  await writeUncaptured('dumped', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
+  await writeUncaptured(db, 'dumped', { id: 'missed', session: t.session, task: t.task, turn: t.turn, created_at: await utcNow(), metadata: frame('toolu_missed') });
   await reconcileAll('dumped');
   const restored = await freshDatabase('reconciliation_restored');
 

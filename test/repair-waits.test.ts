@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type pg from 'pg';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase, writeUncaptured } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
 import { HISTORY_ROWS } from '../kandev/subagent-row.js';
 import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
@@ -26,14 +26,6 @@ afterAll(() => { for (const c of started) if (c.exitCode === null && c.signalCod
 const pending = (tool_call_id: string) => subagentMetadata({ tool_call_id, status: 'pending', subagent: { status: 'async_launched' } });
 const usage = (tool_call_id: string, total_tokens: number) =>
   subagentMetadata({ tool_call_id, status: 'in_progress', subagent: { status: 'running', total_tokens } });
-
-/** A message written the way a bulk load or an apply worker writes it: no trigger fires. */
-async function writeUncaptured(schema: string, m: Parameters<typeof insertMessage>[2]) {
-  const writer = await db.connect();
-  await writer.query('SET session_replication_role = replica');
-  await insertMessage(writer, schema, m);
-  await writer.end();
-}
 
 /** The columns derivation decides (crash-safety.test.ts compares the same). */
 const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' && c !== 'source'));
@@ -83,8 +75,8 @@ describe('a repair that meets a row kandev still holds', async () => {
   const t = await createTurn(db.pool, 'held', 'held');
   // Two subagents without rows: B's message is older, A's newer (repair walks newest first, and A's key
   // sorts first: A is stored before repair meets B either way).
-  await writeUncaptured('held', { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
-  await writeUncaptured('held', { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
+  await writeUncaptured(db, 'held', { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
+  await writeUncaptured(db, 'held', { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
   expect(await health('held')).toMatchObject({ shortfall: 2, failures: 0 });
 
   it('stores what it can, leaves the held key, and never makes kandev\'s next frame fail', async () => {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { NoticeMessage } from 'pg-protocol/dist/messages.js';
 import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
-import { createHostTables, type HostOptions, type HostShape } from '../../kandev/host.js';
+import { createHostTables, insertMessage, type HostOptions, type HostShape, type MessageWrite } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
 import { urlFor, type Template } from '../setup/prepare.js';
 
@@ -142,4 +142,12 @@ export async function holdSubagentTableLock(db: TestDatabase): Promise<() => Pro
   await c.query('BEGIN');
   await c.query('LOCK TABLE task_session_subagents IN ACCESS EXCLUSIVE MODE');
   return async () => { await c.query('ROLLBACK'); };
+}
+
+/** A message written the way a bulk load or an apply worker writes it (replica role): no trigger fires. */
+export async function writeUncaptured(db: TestDatabase, schema: string, m: MessageWrite): Promise<void> {
+  const writer = await db.connect();
+  await writer.query('SET session_replication_role = replica');
+  await insertMessage(writer, schema, m);
+  await writer.end();
 }

@@ -2,7 +2,7 @@
 // whatever excess exists; the CLI's exit status is 0 healthy/idle, 1 shortfall, 2 not activated or
 // trigger off; repair brings the shortfall back to 0 without touching existing rows.
 import { describe, expect, it } from 'vitest';
-import { freshDatabase } from '../helpers/database.js';
+import { freshDatabase, writeUncaptured } from '../helpers/database.js';
 import { builtCli, runCli, type CliResult } from '../helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata, type Queryable } from '../../kandev/host.js';
 import { PACKAGE_VERSION } from '#sql';
@@ -35,13 +35,6 @@ async function healthJson(schema: string) {
 }
 
 /** A message written by a writer whose session does not fire ordinary triggers: capture misses it. */
-async function writeUncaptured(schema: string, m: Parameters<typeof insertMessage>[2]) {
-  const writer = await db.connect();
-  await writer.query('SET session_replication_role = replica');
-  await insertMessage(writer, schema, m);
-  await writer.end();
-}
-
 const frame = (tool_call_id: string) => subagentMetadata({ tool_call_id, status: 'pending', subagent: { status: 'async_launched' } });
 
 describe('after live writes only', async () => {
@@ -128,7 +121,7 @@ describe('a missed subagent beside a standing excess', async () => {
   });
 
   it('goes to shortfall 1 on the first subagent written with capture disabled: exit 1', async () => {
-    await writeUncaptured('miss', { id: 'missed', session: t.session, task: t.task, turn: t.turn,
+    await writeUncaptured(db, 'miss', { id: 'missed', session: t.session, task: t.task, turn: t.turn,
       created_at: '2030-01-01 00:00:04', updated_at: '2030-01-01 00:00:05',
       metadata: subagentMetadata({ tool_call_id: 'toolu_missed', status: 'completed',
         subagent: { subagent_type: 'explorer', status: 'completed', total_tokens: 7, tool_use_count: 0 } }) });
@@ -186,8 +179,8 @@ describe('the 1-microsecond boundary of capture_since', async () => {
   const m = (id: string, created_at: string) => ({ id, session: t.session, task: t.task, turn: t.turn, created_at, metadata: frame(`toolu_${id}`) });
 
   it('counts a message created exactly at capture_since as after it, one microsecond earlier as before', async () => {
-    await writeUncaptured('edge', m('at', '2030-01-01 00:00:00.000001'));
-    await writeUncaptured('edge', m('earlier', '2030-01-01 00:00:00'));
+    await writeUncaptured(db, 'edge', m('at', '2030-01-01 00:00:00.000001'));
+    await writeUncaptured(db, 'edge', m('earlier', '2030-01-01 00:00:00'));
     expect(await health('edge')).toMatchObject({ shortfall: 1n, excess: 0n, last_observed_at: null });
   });
 
@@ -204,8 +197,8 @@ describe('under another session TimeZone', async () => {
   const t = await activated('zone');
   const m = (id: string, created_at: string) => ({ id, session: t.session, task: t.task, turn: t.turn, created_at, metadata: frame(`toolu_${id}`) });
   // Within 14 hours either side of capture_since: any time-zone shift would move them across it.
-  await writeUncaptured('zone', m('after', '2030-01-01 00:00:01'));
-  await writeUncaptured('zone', m('before', '2029-12-31 13:00:00'));
+  await writeUncaptured(db, 'zone', m('after', '2030-01-01 00:00:01'));
+  await writeUncaptured(db, 'zone', m('before', '2029-12-31 13:00:00'));
   await insertMessage(db.pool, 'zone', m('live', '2030-01-01 10:00:00'));
   await insertMessage(db.pool, 'zone', m('live-before', '2029-12-31 23:00:00'));
 
@@ -236,7 +229,7 @@ describe('metadata that is not a subagent document', async () => {
     ['nul', '{"tool_call_id":"toolu_nul\\u0000","normalized":{"kind":"subagent_task"}}'],
     ['numeric-call', '{"tool_call_id":5,"normalized":{"kind":"subagent_task"}}']] as const) {
     if (await db.hostRefuses(metadata)) continue; // kandev's own index refuses it: no such message there
-    await writeUncaptured('junk', m(id, metadata));
+    await writeUncaptured(db, 'junk', m(id, metadata));
   }
 
   it('neither breaks health nor counts as missing', async () => {
