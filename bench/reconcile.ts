@@ -70,14 +70,18 @@ export async function reconcileToCompletion(c: pg.ClientBase, force = true, maxM
 }
 
 /**
- * Moves activation (capture_since) to before the store's history: all of it is then written since
- * activation. Returns whether it moved (then what an earlier reconciliation compared no longer covers it).
+ * Moves activation (capture_since) to before the store's history (STORE_BASE, where every store's first
+ * message is): all of it is then written since activation. Returns whether it moved (then what an earlier
+ * reconciliation compared no longer covers it); throws when the store is not activated.
  */
 export async function activateBeforeHistory(c: pg.ClientBase): Promise<boolean> {
-  const { rowCount } = await c.query(`UPDATE kandev_meta SET value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')
-                  WHERE key = 'subagent_context_capture_since'
-                    AND value IS DISTINCT FROM to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`, [STORE_BASE]);
-  return (rowCount ?? 0) > 0;
+  const { rows } = await c.query(`SELECT value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"') AS there
+                                    FROM kandev_meta WHERE key = 'subagent_context_capture_since'`, [STORE_BASE]);
+  if (rows.length === 0) throw new Error('bench: no subagent_context_capture_since key to move');
+  if (rows[0].there) return false;
+  await c.query(`UPDATE kandev_meta SET value = to_char($1::timestamp, 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')
+                  WHERE key = 'subagent_context_capture_since'`, [STORE_BASE]);
+  return true;
 }
 
 /** The store with its whole history since activation and a reconciliation current: what cases 09-11 start from. */

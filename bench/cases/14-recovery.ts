@@ -2,8 +2,8 @@
 // recovery side by side, alternating per round. Driven through the CLI (`backfill`, `health`, `repair`)
 // and kandev's own tables, so the case holds whatever the SQL's API becomes.
 // - backfill: task_session_subagents truncated, the activation keys deleted, `backfill --json`: rows/s.
-// - recovery: activation moved to before history (capture_since 2000-01-01) and `health --full` run once,
-//   so that history is compared and a reconciliation is current; health measured (`health --json`, and
+// - recovery: activation moved to the store's first message (activateBeforeHistory) and `health --full`
+//   run once, so that history is compared and a reconciliation is current; health measured (`health --json`, and
 //   `SELECT * FROM subagent_context_health()`); then every row deleted (each one a miss health counts),
 //   `health --full --json` timed (exit 1, shortfall = rows deleted), `repair --json` timed (repaired =
 //   rows deleted, shortfall 0 after), and health measured again right after, no ANALYZE in between.
@@ -13,13 +13,12 @@
 import type pg from 'pg';
 import { QUICK, open, log, now, order, summary, median, pairedRatio, type BenchCase, type CaseOutput, type Summary } from '../harness.js';
 import { largeStore, sizeName } from '../stores.js';
-import { cliJson, cliStartMs } from '../reconcile.js';
+import { activateBeforeHistory, cliJson, cliStartMs } from '../reconcile.js';
 import { urlFor } from '../../demo/embedded.js';
 
 const SIZE = QUICK ? 100_000 : 1_000_000;
 const ROUNDS = QUICK ? 1 : 2;
 const HEALTH_CALLS = 5;
-const BEFORE_HISTORY = '2000-01-01T00:00:00.000000000Z';
 const VARIANTS = ['backfill', 'recovery'] as const;
 
 /** `SELECT * FROM subagent_context_health()` timed, or NaN where that function is not what it was. */
@@ -90,8 +89,7 @@ const kase: BenchCase = {
         return { backfill: b.out, ms: b.ms };
       };
       const runRecovery = async () => {
-        const { rowCount: moved } = await c.query(`UPDATE kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [BEFORE_HISTORY]);
-        if (moved !== 1) throw new Error('bench: no subagent_context_capture_since key to move');
+        await activateBeforeHistory(c);
         // History is now written since activation: one complete reconciliation with every row present.
         const warm = await cliJson(url, ['health', '--full', '--json'], [0, 1]);
         check(warm.code === 0 && warm.out.shortfall === 0, `health --full before the loss: exit ${warm.code}, shortfall ${String(warm.out.shortfall)}`);

@@ -1,6 +1,6 @@
 // Skew: the same 20,000 subagent calls (2,000 in a quick run) in one session and spread over 100, each
 // store plain tables (kandev/host.ts) written by kandev/subagent-calls.ts, then `up`. Activation is moved
-// to before the calls (capture_since 2000-01-01) and `health --full` run once, so every call is compared
+// to their first message (activateBeforeHistory) and `health --full` run once, so every call is compared
 // from then on. Per round, alternating: a tenth of the rows deleted (the same tool calls in both stores,
 // chosen by a hash of the tool_call_id, so they fall in every session), `health --full --json` timed (exit
 // 1, shortfall = rows deleted: it compares all the calls) and `repair --json` timed (repaired = rows
@@ -9,11 +9,11 @@ import { QUICK, open, log, order, summary, pairedRatio, type BenchCase, type Cas
 import { createHostTables } from '../../kandev/host.js';
 import { writeSubagentCalls } from '../../kandev/subagent-calls.js';
 import { up } from '../../src/install.js';
-import { cliJson, cliStartMs } from '../reconcile.js';
+import { activateBeforeHistory, cliJson, cliStartMs } from '../reconcile.js';
+import { STORE_BASE } from '../stores.js';
 
 const CALLS = QUICK ? 2_000 : 20_000;
 const ROUNDS = QUICK ? 1 : 2;
-const BEFORE_HISTORY = '2000-01-01T00:00:00.000000000Z';
 const STORES = { one: 1, hundred: 100 } as const;
 type Store = keyof typeof STORES;
 const NAMES = Object.keys(STORES) as Store[];
@@ -40,14 +40,13 @@ const kase: BenchCase = {
       try {
         c.on('notice', () => {});
         await createHostTables(c, 'public');
-        await writeSubagentCalls(c, 'public', { calls: CALLS, sessions: STORES[s], prefix: 'h', base: '2026-01-01 00:00:00' });
+        await writeSubagentCalls(c, 'public', { calls: CALLS, sessions: STORES[s], prefix: 'h', base: STORE_BASE });
         await c.query('ANALYZE');
         const res = await up(c, 'public');
         if (res.backfill.status !== 'activated' || res.backfill.inserted !== CALLS) {
           throw new Error(`bench: up on ${s}: ${res.backfill.status}, ${res.backfill.inserted} of ${CALLS} rows: ${res.backfill.failure}`);
         }
-        const { rowCount } = await c.query(`UPDATE kandev_meta SET value = $1 WHERE key = 'subagent_context_capture_since'`, [BEFORE_HISTORY]);
-        if (rowCount !== 1) throw new Error(`bench: ${s}: no subagent_context_capture_since key to move`);
+        await activateBeforeHistory(c);
         await c.query('VACUUM ANALYZE');
       } finally {
         await c.end();
