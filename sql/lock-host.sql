@@ -19,6 +19,7 @@ DECLARE
   l text;
   blocked text;
   holders text;
+  queued_at timestamptz;  -- when the LOCK that timed out began to wait
   before text := current_setting('lock_timeout');
 BEGIN
   LOOP
@@ -32,6 +33,7 @@ BEGIN
           RAISE EXCEPTION 'subagent-context: unknown lock mode in subagent_context.host_locks: %', l;
         END IF;
         IF to_regclass(format('%s.%I', '@extschema@', table_name)) IS NOT NULL THEN
+          queued_at := clock_timestamp();
           EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', table_name, split_part(l, ':', 2));
         END IF;
       END LOOP;
@@ -40,12 +42,13 @@ BEGIN
     EXCEPTION WHEN lock_not_available THEN
       IF try >= tries THEN
         -- The sessions that held the table through this last try: in a transaction begun before the try
-        -- started waiting, and with no statement begun since. Once the try gave its place in the queue
-        -- back, the writers that queued behind it hold the table too, each for an instant, and are not
-        -- named (nor a reader, whose lock conflicts only with ACCESS EXCLUSIVE). Should none qualify, the
-        -- next best: transactions begun before the wait; else every holder. Oldest transaction first. A
-        -- session of another role shows only its pid and role to a role without pg_read_all_stats: say
-        -- that, and how to see more.
+        -- started waiting (queued_at, read just before the LOCK; the timeout's moment less the wait would
+        -- also count a writer that queued behind it within the timeout's slack), and with no statement
+        -- begun since. Once the try gave its place in the queue back, the writers that queued behind it
+        -- hold the table too, each for an instant, and are not named (nor a reader, whose lock conflicts
+        -- only with ACCESS EXCLUSIVE). Should none qualify, the next best: transactions begun before the
+        -- wait; else every holder. Oldest transaction first. A session of another role shows only its pid
+        -- and role to a role without pg_read_all_stats: say that, and how to see more.
         SELECT string_agg(CASE WHEN h.query = '<insufficient privilege>'
                  THEN format('pid %s (role %s; what it runs is hidden from role %s: a superuser sees it, or GRANT pg_read_all_stats TO %s)',
                              h.pid, coalesce(h.usename::text, '?'), current_user, quote_ident(current_user))
@@ -56,7 +59,7 @@ BEGIN
           INTO holders
           FROM (SELECT a.*, e.evidence, min(e.evidence) OVER () AS best
                   FROM pg_stat_activity AS a,
-                       LATERAL (SELECT clock_timestamp() - CASE WHEN wait ~ '^\s*[0-9.]+\s*$' THEN wait || 'ms' ELSE wait END::interval AS since) AS w,
+                       LATERAL (SELECT queued_at AS since) AS w,
                        LATERAL (SELECT CASE WHEN a.xact_start < w.since AND a.query_start < w.since THEN 1
                                             WHEN a.xact_start < w.since THEN 2 ELSE 3 END AS evidence) AS e
                  WHERE a.pid <> pg_backend_pid()
