@@ -1,11 +1,15 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
-// Three projects, chosen by folder (test/README.md):
+// Four projects, chosen by folder (test/README.md):
 //   unit         test/unit/: pure modules, no database, no global setup: `npm run test:unit` in seconds;
 //   minimal      every other test file, on the minimal host (kandev/host.ts HOST_SHAPES);
 //   kandev-0.91  test/host/ once more, on the tables as kandev 0.91's fresh boot leaves them
 //                (kandev/schema/kandev-0.91.sql): the files about the host (capture, backfill, health,
-//                hostile input, concurrency, table adoption). test/helpers/database.ts reads hostShape.
+//                hostile input, concurrency, table adoption). test/helpers/database.ts reads hostShape;
+//   kandev-0.92  test/host/ a third time, on kandev after 0.91 (kandev-0.92.sql on top: nullable turn_id,
+//                payload columns, four metadata expression indexes). All of test/host/, not a pick: its
+//                files are the ones whose outcome depends on the host's shape, and together they add
+//                about a tenth to a full run.
 // The database projects name the global setup themselves, so a unit-only run starts no server; when
 // both run, test/setup/postgres.ts starts the one server for both.
 const DATABASE = ['test/setup/postgres.ts'];
@@ -30,6 +34,8 @@ export default defineConfig({
         globalSetup: DATABASE, provide: { hostShape: 'minimal' } } },
       { extends: true, test: { name: 'kandev-0.91', include: ['test/host/**/*.test.ts'],
         globalSetup: DATABASE, provide: { hostShape: 'kandev-0.91' } } },
+      { extends: true, test: { name: 'kandev-0.92', include: ['test/host/**/*.test.ts'],
+        globalSetup: DATABASE, provide: { hostShape: 'kandev-0.92' } } },
     ],
   },
 });

@@ -3,7 +3,8 @@
 //
 // Env: DATABASE_URL (else an embedded PostgreSQL 17 with fsync on, so durable commits are durable),
 // BENCH_QUICK=1 (small sizes, few rounds: a smoke run), BENCH_CASES=1,4 (a subset, by number),
-// BENCH_STRICT=1 (exit 1 when a target is missed), BENCH_KEEP=1 (keep the scbench_* databases).
+// BENCH_STRICT=1 (exit 1 when a target is missed), BENCH_KEEP=1 (keep the scbench_* databases),
+// BENCH_KANDEV=0.92 (kandev's tables after 0.91 instead of 0.91's: bench/stores.ts BENCH_HOST).
 import pg from 'pg';
 import { readFileSync } from 'node:fs';
 

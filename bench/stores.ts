@@ -1,4 +1,5 @@
-// The databases the cases write into, all on kandev 0.91's host shape and kandev's traffic model:
+// The databases the cases write into, all on one of kandev's host shapes (BENCH_HOST: 0.91's tables, or
+// with BENCH_KANDEV=0.92 kandev's after 0.91) and kandev's traffic model:
 // - the small stores: the same history (the model's history sessions, written as kandev writes them) in
 //   'off' (no capture), 'on' (`up`: trigger, table, health index, history backfilled), 'index_only'
 //   ('on' without the trigger: what the health index alone costs) and 'writer' (kandev's own
@@ -7,7 +8,7 @@
 //   every message of a traffic plan is a template, and the store is that plan replicated into new
 //   sessions (INSERT ... SELECT over generate_series), so its mix is the model's mix.
 import type pg from 'pg';
-import { createHostTables, createKandevSubagentTable } from '../kandev/host.js';
+import { createHostTables, createKandevSubagentTable, type HostShape } from '../kandev/host.js';
 import { goMarshal } from '../kandev/gojson.js';
 import { prose } from '../kandev/payloads.js';
 import { seededRandom } from '../kandev/random.js';
@@ -15,6 +16,13 @@ import { SHAPE, planTraffic, type TrafficPlan, type Write, type PlannedSession, 
 import { writeHistory } from '../kandev/traffic-write.js';
 import { up } from '../src/install.js';
 import { QUICK, open, log, type Context } from './harness.js';
+
+/** The host shape every case writes to: kandev 0.91's tables, or with BENCH_KANDEV=0.92 kandev's after 0.91. */
+export const BENCH_HOST: HostShape = (() => {
+  const v = process.env.BENCH_KANDEV ?? '0.91';
+  if (v !== '0.91' && v !== '0.92') throw new Error(`BENCH_KANDEV must be 0.91 or 0.92, got "${v}"`);
+  return `kandev-${v}` as HostShape;
+})();
 
 export const SMALL = ['off', 'on', 'index_only', 'writer'] as const;
 export type SmallStore = typeof SMALL[number];
@@ -31,7 +39,7 @@ export async function smallStores(ctx: Context): Promise<Record<SmallStore, stri
     for (const v of SMALL) {
       const url = await ctx.freshDatabase(`scbench_${v}`);
       const c = await open(url, 'off');
-      await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+      await createHostTables(c, 'public', { shape: BENCH_HOST });
       await writeHistory(c, 'public', plan);
       if (v === 'writer') await createKandevSubagentTable(c, 'public');
       if (v === 'on' || v === 'index_only') {
@@ -208,7 +216,7 @@ export async function largeStore(ctx: Context, size: number): Promise<LargeStore
     const url = await ctx.freshDatabase(`scbench_store_${size}`);
     const c = await open(url, 'off');
     const t0 = Date.now();
-    await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+    await createHostTables(c, 'public', { shape: BENCH_HOST });
     const { subagentMessages } = await seedStore(c, size, tmpl);
     const seeded = Date.now();
     await c.query('ANALYZE');

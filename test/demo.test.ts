@@ -45,7 +45,13 @@ describe('planTraffic', () => {
   });
 });
 
-// Each demo starts its own embedded server on a free port: the cases run side by side.
+// Each demo starts its own embedded server on a free port: the cases run side by side. A demo is
+// CPU-bound work (initdb, a history, a backfill, a replay from several writers): on a machine shared
+// with other work it takes as long as the CPU it gets, so nothing here is timed. Each case waits for
+// the demo's own signs (its JSON, its "press Ctrl-C", its exit); DEMO_HANG only ends a demo that hangs.
+// (On 4259581 the suite's 60 s default was the demo's budget, and a loaded machine ran out of it.)
+const DEMO_HANG = 600_000;
+
 describe.concurrent('demo', () => {
   it('--json --keep: installs, backfills, replays, reports the measured shape; other commands use the kept database; Ctrl-C stops it', async () => {
     const { child, exited, value: result, stderr } = await startCli(cli, ['demo', '--json', '--keep', '--writers', '3'], {}, (out): DemoResult | undefined => {
@@ -94,14 +100,15 @@ describe.concurrent('demo', () => {
     const c = new pg.Client(url);
     c.on('error', () => {});
     await expect(c.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
-  });
+  }, DEMO_HANG);
 
-  it('prints progress, health and the report as text, and leaves nothing running', async () => {
-    const r = await runCli(cli, ['demo', '--writers', '2']);
+  it('prints progress, health and the report as text, and leaves nothing running (on kandev after 0.91)', async () => {
+    const r = await runCli(cli, ['demo', '--writers', '2', '--kandev', '0.92']);
     expect(r.code, r.stderr).toBe(0);
     for (const step of ['starting an embedded PostgreSQL', "creating kandev's tables and a history that predates installation",
       'installing capture and backfilling history (subagent-context up)', 'replaying live traffic from 2 concurrent writers']) {
-      expect(r.stderr).toMatch(new RegExp(`^✓ ${step.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\ds\\)`, 'm'));
+      // A step's time is 12.3s, or 1m47s past a minute (src/progress.ts): how long it took is not the point.
+      expect(r.stderr).toMatch(new RegExp(`^✓ ${step.replace(/[()]/g, '\\$&')} \\((\\d+\\.\\d|\\d+m\\d\\d)s\\)`, 'm'));
     }
     expect(r.stdout).toMatch(/^health: healthy$/m);
     expect(r.stdout).toMatch(/^ {2}stats +attempted 372, persisted 371, skipped \(no identity\) 1, failed 0, anomalous 2, unknown execution \d+$/m);
@@ -116,8 +123,8 @@ describe.concurrent('demo', () => {
     const block = /^```\n(✓ starting[\s\S]*?)^```$/m.exec(doc)?.[1];
     expect(block, 'docs/demo.md shows the demo output').toBeDefined();
     // A number, with its separators, is any number; what lies between numbers (a host's port, a time's
-    // colons) is compared.
-    const shape = (line: string) => line.replace(/\d[\d,.]*/g, '#').trimEnd();
+    // colons) is compared; a step's time past a minute (1m47s) is a time like any other.
+    const shape = (line: string) => line.replace(/\(\d+m\d\ds\)/g, '(0.0s)').replace(/\d[\d,.]*/g, '#').trimEnd();
     const printed = (r.stderr + r.stdout).split('\n').map(shape);
     let at = 0;
     for (const line of block!.split('\n').filter((l) => l !== '…' && l !== '').map(shape)) {
@@ -130,7 +137,7 @@ describe.concurrent('demo', () => {
     const c = new pg.Client(`postgres://postgres:x@${host}/postgres`);
     c.on('error', () => {});
     await expect(c.connect()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
-  });
+  }, DEMO_HANG);
 
   it('refuses a bad --writers with one sentence and exit 3, before starting anything', async () => {
     const r = await runCli(cli, ['demo', '--writers', 'many']);

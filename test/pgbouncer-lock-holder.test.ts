@@ -21,6 +21,19 @@ const cliThrough = (args: string[]) => runCli(cli, [...args, '--database-url', b
 const INSERT = `INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
                 VALUES ($1, 'session-w', 'task-w', 'turn-w', 'agent', '', 'tool_call', $2, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC')`;
 
+/**
+ * One frame as one statement, in its own transaction: the execution id set for that transaction, the
+ * frame inserted, the server's pid returned. A writer's transaction never spans a round trip to this
+ * process, so a writer holds the table only while the server runs its statement. (On 4259581 each
+ * frame was BEGIN, set_config, INSERT, COMMIT: on a loaded machine this process could stall for more
+ * than the lock wait between the INSERT and the COMMIT, and that writer then truly held the table
+ * through `up`'s last try, and was rightly named beside the holder: [9971, 10089].)
+ */
+const FRAME = `WITH tagged AS (SELECT set_config('subagent_context.agent_execution_id', $3, true) AS execution)
+  INSERT INTO task_session_messages (id, task_session_id, task_id, turn_id, author_type, content, type, metadata, created_at, updated_at)
+  SELECT $1, 'session-w', 'task-w', 'turn-w', 'agent', '', 'tool_call', $2, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'
+    FROM tagged RETURNING pg_backend_pid() AS pid`;
+
 /** kandev's writers through the pooler: a frame per transaction, tagged with the writer's execution id. */
 function startWriters(n: number) {
   const failures: string[] = [];
@@ -35,16 +48,11 @@ function startWriters(n: number) {
       for (let i = 0; !stop; i++) {
         const id = `w${w}-${i}`;
         try {
-          await c.query('BEGIN');
-          await c.query(`SELECT set_config('subagent_context.agent_execution_id', $1, true)`, [`exec-${w}`]);
-          const { rows: [r] } = await c.query('SELECT pg_backend_pid() AS pid');
+          const { rows: [r] } = await c.query(FRAME, [id, subagentMetadata({ tool_call_id: `toolu_${id}`, status: 'pending' }), `exec-${w}`]);
           pids.add(r.pid);
-          await c.query(INSERT, [id, subagentMetadata({ tool_call_id: `toolu_${id}`, status: 'pending' })]);
-          await c.query('COMMIT');
           written.push({ id, execution: `exec-${w}` });
         } catch (err) {
           failures.push(`${id}: ${(err as Error).message}`);
-          await c.query('ROLLBACK').catch(() => {});
         }
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -1,5 +1,5 @@
 // Target 7: what capture costs the server in instructions, a measure the machine's load does not move.
-// A cluster of its own (initdb by the embedded server) holds three databases on kandev 0.91's host shape
+// A cluster of its own (initdb by the embedded server) holds three databases on kandev's host shape (BENCH_HOST)
 // with the traffic model's history: 'off' (nothing installed), 'on' (`up` run against the normal server)
 // and 'writer' (kandev's own task_session_subagents). The server is stopped; each database then runs the
 // same script of kandev's statements (PREPAREd, as kandev's driver prepares them; one EXECUTE per
@@ -19,7 +19,7 @@ import { writeHistory, kandevStatements } from '../../kandev/traffic-write.js';
 import { kandevUpsert } from '../../kandev/writer.js';
 import { up } from '../../src/install.js';
 import { QUICK, open, log, type BenchCase, type Metrics } from '../harness.js';
-import { benchPlan, completedCalls, relabel } from '../stores.js';
+import { benchPlan, completedCalls, relabel, BENCH_HOST } from '../stores.js';
 import { createRows, isFinal } from '../replay.js';
 import { countInstructions, hasValgrind, lit, postgresOwner } from '../callgrind.js';
 
@@ -149,7 +149,7 @@ const kase: BenchCase = {
         await admin.query(`CREATE DATABASE c7_${v}`);
         await admin.end();
         const c = await open(server.url.replace(/\/postgres$/, `/c7_${v}`), 'off');
-        await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+        await createHostTables(c, 'public', { shape: BENCH_HOST });
         await writeHistory(c, 'public', plan);
         if (v === 'writer') await createKandevSubagentTable(c, 'public');
         if (v === 'on') {

