@@ -7,7 +7,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { UserError } from './errors.js';
-import { redactUrl, rememberSecret } from './secrets.js';
+import { misplacedAt, redactUrl, rememberSecret } from './secrets.js';
 import { safe } from './output.js';
 
 type Keywords = Record<string, string>;
@@ -98,10 +98,13 @@ function checkKeyword(keyword: string, where: string): void {
 
 /** A URL as given, with what a service (?service= or PGSERVICE) and a pgpass file add; unchanged when they add nothing. */
 function fromUrl(url: string, env: NodeJS.ProcessEnv): string {
-  let parsed: URL;
-  try { parsed = new URL(url); } catch {
+  let parsed: URL | undefined;
+  try { parsed = new URL(url); } catch { /* said below */ }
+  // An `@` past the host's place: the password holds / ? or # unencoded, and a parser would read a wrong host.
+  if (!parsed || misplacedAt(url)) {
     throw new UserError(`--database-url / DATABASE_URL is not a valid URL: "${redactUrl(url)}"; write it as ` +
-      'postgres://user:password@host:5432/database, percent-encoding special characters in the password (@ as %40).');
+      'postgres://user:password@host:5432/database, percent-encoding special characters in the password ' +
+      '(@ as %40, : as %3A, / as %2F, ? as %3F, # as %23, % as %25), or give a connection string (password=\'…\').');
   }
   const decode = (s: string) => { try { return decodeURIComponent(s); } catch { return s; } };
   const keywords: Keywords = {};
@@ -145,8 +148,8 @@ const IN_AUTHORITY = new Set(['host', 'port', 'user', 'password', 'dbname', 'ser
 
 /**
  * The URL of resolved keywords `k` and a URL's own query parameters `query` (kept as given). A setting that
- * comes from a connection string or a service goes into the query when pg applies it; an sslmode from there
- * means what it means to libpq (require: encrypted, certificate not checked), not what pg makes of it in a URL.
+ * comes from a connection string or a service goes into the query when pg applies it; sslmode and the
+ * certificates, wherever they come from, are read by src/tls.ts as libpq reads them.
  */
 function buildUrl(k: Keywords, query: Keywords): string {
   if (k.password) rememberSecret(k.password);
@@ -154,7 +157,6 @@ function buildUrl(k: Keywords, query: Keywords): string {
   for (const [keyword, value] of Object.entries(k)) {
     if (APPLIED.has(keyword) && !IN_AUTHORITY.has(keyword) && params[keyword] === undefined) params[keyword] = value;
   }
-  if (k.sslmode && query.sslmode === undefined && params.uselibpqcompat === undefined) params.uselibpqcompat = 'true';
   const userinfo = k.user || k.password
     ? `${encodeURIComponent(k.user ?? '')}${k.password ? `:${encodeURIComponent(k.password)}` : ''}@` : '';
   // A socket directory is written percent-encoded in the host's place (libpq's URI form); an IPv6 address in brackets.

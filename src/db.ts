@@ -3,6 +3,7 @@ import pg from 'pg';
 import { SQL } from 'sql-template-strings';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
+import { connectClient, tlsSentence } from './tls.js';
 
 export type Client = pg.Client;
 
@@ -113,6 +114,8 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
     return new UserError('another `subagent-context up` (or node-pg-migrate) is installing into this database right now: ' +
       'wait for it to finish, then run this again.');
   }
+  const tls = tlsSentence(err, url, where);
+  if (tls) return new UserError(tls);
   if (!e.code && /^Connection terminated unexpectedly|is not queryable/.test(message)) {
     return new UserError(sessionEndedSentence(message));
   }
@@ -176,12 +179,11 @@ export const NO_DATABASE_SENTENCE = 'no database given: pass --database-url URL,
 export async function connect(url: string | undefined): Promise<pg.Client> {
   if (!url) throw new UserError(NO_DATABASE_SENTENCE);
   checkUrl(url);
-  const client = new pg.Client({ connectionString: url, application_name: 'subagent-context' });
-  client.on('error', () => {}); // a dropped connection surfaces on the next query instead
+  let client: pg.Client;
   try {
-    await client.connect();
+    // A dropped connection surfaces on the next query instead of as an 'error' event.
+    client = await connectClient(url, { application_name: 'subagent-context' });
   } catch (err) {
-    await client.end().catch(() => {});
     throw explain(err, url);
   }
   const said: string[] = [];

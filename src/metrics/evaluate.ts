@@ -6,6 +6,7 @@ import { sqlFile } from '#sql';
 import { assertSchemaExists, captureTriggerExists, explain, PrivilegeError, privilegeMessage } from '../db.js';
 import { readInstalled } from '../installed.js';
 import { sendCancel } from '../pooler.js';
+import { connectClient } from '../tls.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
 import type { HealthStatus } from '../status.js';
 
@@ -100,13 +101,14 @@ export class Evaluator {
     if (this.client && !this.broken.has(this.client)) return this.client;
     if (this.client) this.discard(this.client);
     const { databaseUrl, timeoutMs } = this.target;
-    const client = new pg.Client({ connectionString: databaseUrl, application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true });
-    // A dropped connection also rejects the query in flight, which is where it is reported.
-    client.on('error', () => { this.broken.add(client); });
-    client.on('end', () => { this.broken.add(client); });
-    client.on('notice', () => {});
-    this.client = client;
-    await client.connect();
+    const client = await connectClient(databaseUrl, { application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true },
+      (attempt) => {
+        // A dropped connection also rejects the query in flight, which is where it is reported.
+        attempt.on('error', () => { this.broken.add(attempt); });
+        attempt.on('end', () => { this.broken.add(attempt); });
+        attempt.on('notice', () => {});
+        this.client = attempt;
+      });
     const password = internals(client).password;
     if (typeof password === 'string') rememberSecret(password); // from the URL, PGPASSWORD or a pgpass file
     return client;
