@@ -12,6 +12,21 @@ import { safe } from './output.js';
 
 type Keywords = Record<string, string>;
 
+/**
+ * Where the user name and the password of the resolved connection came from, for the sentence a refused
+ * login becomes: `by` names the string's source (--database-url or DATABASE_URL), the others a variable or
+ * a file (undefined: the string itself).
+ */
+let origin: { by: string; user: string | undefined; password: string | undefined } = { by: '--database-url / DATABASE_URL', user: undefined, password: undefined };
+
+/** What a refused login asks the operator to check: the user and the password where they came from. */
+export function credentialsToCheck(): string {
+  const user = origin.user ?? origin.by;
+  const password = origin.password ?? origin.by;
+  return user === password ? `the user and password in ${user}` : `the user (${user}) and the password (${password})`;
+}
+
+
 /** libpq's keywords that pg applies; their values go into the URL. */
 const APPLIED = new Set(['host', 'port', 'dbname', 'user', 'password', 'passfile', 'service', 'sslmode', 'sslcert', 'sslkey',
   'sslrootcert', 'sslnegotiation', 'application_name', 'fallback_application_name', 'options']);
@@ -35,8 +50,10 @@ const SYSTEM_CONFIG_DIRECTORY = '/etc/postgresql-common';
  * The postgres:// URL for what the operator gave: --database-url or DATABASE_URL (`given`), else the PG*
  * variables; undefined when nothing names a database. Refuses, in one sentence, what libpq would refuse.
  */
-export function resolveConnection(given: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function resolveConnection(given: string | undefined, env: NodeJS.ProcessEnv = process.env,
+  givenBy = '--database-url / DATABASE_URL'): string | undefined {
   const text = given?.trim();
+  origin = { by: givenBy, user: undefined, password: undefined };
   if (text && /^postgres(ql)?:\/\//i.test(text)) return fromUrl(text, env);
   if (text && text.includes('=') && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return fromKeywords(parseConnectionString(text), env);
   if (text) {
@@ -125,6 +142,7 @@ function fromUrl(url: string, env: NodeJS.ProcessEnv): string {
   const password = filled.password ?? (env.PGPASSWORD ? undefined : pgpassPassword({
     host: filled.host ?? env.PGHOST ?? 'localhost', port: filled.port ?? env.PGPORT ?? '5432', user, dbname: filled.dbname ?? env.PGDATABASE ?? user,
   }, query.passfile ?? filled.passfile, env));
+  noteOrigin(keywords, filled, service, password, env);
   if (!service && password === undefined) return url;
   const { service: _service, passfile: _passfile, ...rest } = query;
   return buildUrl({ ...filled, ...(password === undefined ? {} : { password }) }, rest);
@@ -140,8 +158,26 @@ function fromKeywords(given: Keywords, env: NodeJS.ProcessEnv): string {
   const dbname = k.dbname ?? env.PGDATABASE ?? user;
   // PGPASSWORD is pg's to read (it comes after every setting above, as in libpq); a pgpass file after that.
   const password = k.password ?? (env.PGPASSWORD ? undefined : pgpassPassword({ host, port, user, dbname }, k.passfile, env));
+  noteOrigin(given, k, service, password, env);
   return buildUrl({ ...k, host, port, user, dbname, ...(password === undefined ? {} : { password }) }, {});
 }
+
+/**
+ * Records where the user and the password came from: the string (`given`), the service (`filled` has what
+ * `given` had not), PGUSER / PGPASSWORD, the pgpass file pgpassPassword() read, or nowhere.
+ */
+function noteOrigin(given: Keywords, filled: Keywords, service: string | undefined, password: string | undefined,
+  env: NodeJS.ProcessEnv): void {
+  const fromService = `the service "${service}" in ${serviceFileRead}`;
+  origin.user = given.user !== undefined ? undefined : filled.user !== undefined ? fromService
+    : env.PGUSER ? 'PGUSER' : 'the operating-system user name';
+  origin.password = given.password !== undefined ? undefined : filled.password !== undefined ? fromService
+    : env.PGPASSWORD ? 'PGPASSWORD' : password !== undefined ? `the password file ${pgpassFileRead}` : 'none was given';
+}
+
+/** The files the last resolution read a service and a password from (for noteOrigin). */
+let serviceFileRead = '';
+let pgpassFileRead = '';
 
 /** Where each connection part goes in the URL: these in its authority and path, the others in its query. */
 const IN_AUTHORITY = new Set(['host', 'port', 'user', 'password', 'dbname', 'service', 'passfile']);
@@ -216,6 +252,7 @@ function withService(given: Keywords, service: string, env: NodeJS.ProcessEnv, a
       if (out[keyword] === undefined && also[keyword] === undefined) out[keyword] = value;
     }
     if (found.password && out.password === found.password) rememberSecret(found.password);
+    serviceFileRead = file;
     return out;
   }
   throw new UserError(`the service "${service}" is not defined in ${files.join(' or ')}: add a [${service}] section ` +
@@ -256,6 +293,7 @@ function pgpassPassword(c: { host: string; port: string; user: string; dbname: s
     const matches = (pattern: string, value: string) => pattern === '*' || pattern === value;
     if (matches(h, host) && matches(p, c.port) && matches(d, c.dbname) && matches(u, c.user)) {
       rememberSecret(password);
+      pgpassFileRead = file;
       return password;
     }
   }

@@ -4,6 +4,7 @@ import { SQL } from 'sql-template-strings';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
 import { connectClient, tlsSentence } from './tls.js';
+import { credentialsToCheck } from './connection.js';
 
 export type Client = pg.Client;
 
@@ -62,6 +63,13 @@ export function privilegeMessage(command: string, schema: string, err: Privilege
       '(docs/security.md#a-dashboard-role), or run it as the installing role.';
   }
   const refused = `the role ${err.role} may not use ${q(err.object)}`;
+  if (err.object === 'subagent_context_reconcile' && 'tables' in need) {
+    // health --full runs the complete reconciliation, step by step: the one function a reading role may be granted.
+    const fn = `${sqlName(schema)}.subagent_context_reconcile(timestamp)`;
+    return `${refused}: \`subagent-context ${command === 'health' ? 'health --full' : command}\` runs the reconciliation, so it ` +
+      `needs EXECUTE on it; grant it with \`GRANT EXECUTE ON FUNCTION ${fn} TO ${grantee};\` (docs/security.md#a-dashboard-role), ` +
+      'or run it as the installing role.';
+  }
   if ('installer' in need) {
     return `${refused}: \`subagent-context ${command}\` must run as the role that installed subagent-context (the owner ` +
       `of ${q('task_session_subagents')}), because ${need.installer}; no GRANT to another role replaces that.`;
@@ -145,7 +153,7 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
       return new UserError(`cannot reach the database${where}: ${e.message}. Check --database-url / DATABASE_URL and that the server is running.`);
     case '28P01':
     case '28000':
-      return new UserError(`the database refused the login${where}: ${e.message}. Check the user and password in --database-url.`);
+      return new UserError(`the database refused the login${where}: ${e.message}. Check ${credentialsToCheck()}.`);
     case '3D000':
       return new UserError(`${e.message}${where}. Create the database or fix the name in --database-url.`);
     case '3F000':

@@ -77,7 +77,10 @@ type RunByCli = <T>(run: { schema: string; bookkeeping: string; recorded: number
 
 export interface BackfillResult {
   status: 'activated' | 'already activated' | 'failed';
+  /** Rows this run stored. */
   inserted: number;
+  /** Rows an interrupted earlier run had stored, which this one continued (absent when none). */
+  inserted_before?: number;
   capture_since: string | null;
   backfill_through: string | null;
   failure: string | null;
@@ -126,6 +129,9 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   const step = `SELECT status, more, batches::float8 AS batches, scanned::float8 AS scanned,
                        inserted::float8 AS inserted, capture_since, backfill_through, failure
                   FROM ${quoteIdent(schema)}.subagent_context_backfill_step()`;
+  // The step counts across runs; what an interrupted run stored is not this run's to report.
+  const { rows: [{ before }] } = await client.query(
+    `SELECT coalesce((SELECT inserted FROM ${quoteIdent(schema)}.subagent_context_backfill_progress), 0)::float8 AS before`);
   try {
     for (;;) {
       const { rows: [row] } = await inStep(client, () => client.query<BackfillStep>(step));
@@ -136,7 +142,9 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
       // The caller prints the outcome once (backfillSummary): the progress line only goes away.
       progress?.clear();
       const { status, capture_since, backfill_through, failure } = row;
-      return { status, inserted: status === 'already activated' ? 0 : row.inserted, capture_since, backfill_through, failure };
+      if (status === 'already activated') return { status, inserted: 0, capture_since, backfill_through, failure };
+      return { status, inserted: row.inserted - before, ...(before > 0 ? { inserted_before: before } : {}),
+        capture_since, backfill_through, failure };
     }
   } catch (err) {
     progress?.clear();

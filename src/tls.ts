@@ -123,6 +123,16 @@ function removeOnlyLibpqCompat(url: string): string {
   return parsed.toString();
 }
 
+/**
+ * src/connection.ts reads the pgpass file as libpq does (and says once when it may not use it); pg would
+ * read it again when the server asks for a password, warning a second time about a file others may read.
+ * pg asks a password given as a function, and reads no file then: none is what the resolution found.
+ */
+function withoutOwnPgpass(client: pg.Client): void {
+  const internals = client as unknown as { password: unknown };
+  if (internals.password === null || internals.password === undefined) internals.password = () => undefined;
+}
+
 /** Whether the next attempt may follow this failure: the server has no TLS (prefer) or requires it (allow). */
 function fallsThrough(err: unknown, encryptedAttempt: boolean): boolean {
   const e = err as { code?: string; message?: string };
@@ -139,6 +149,7 @@ export async function connectClient(url: string, options: pg.ClientConfig = {},
   const attempts = connectionAttempts(url, env);
   for (const [i, attempt] of attempts.entries()) {
     const client = new pg.Client({ ...options, ...attempt });
+    withoutOwnPgpass(client);
     prepare(client);
     try {
       await client.connect();

@@ -71,16 +71,32 @@ async function readState(client: pg.Client, schema: string): Promise<Known> {
   const tooOld: Known = { up: true, status: null, installedVersion: code.version, upgradeRequired: true, row: null };
   // 0.1.0's health has no status column: this release cannot read it, and says "upgrade" instead.
   if (code.code_digest === null) return tooOld;
+  // An earlier release may lack what metrics.sql reads: its failure must leave the transaction usable.
+  if (!code.current) await client.query('SAVEPOINT earlier_release');
   try {
     const { rows } = await client.query(sqlFile('dashboards/metrics.sql', schema));
     const row = rows[0] as Record<string, unknown>;
     return { up: true, status: row.status as HealthStatus, installedVersion: (row.installed_version as string | null) ?? code.version,
       upgradeRequired: !code.current, row };
   } catch (err) {
-    if (!code.current && OLDER_RELEASE.has((err as { code?: string }).code ?? '')) {
-      return { ...tooOld, error: `subagent-context ${code.version} is installed; this exporter reads its health after \`subagent-context up\`` };
-    }
+    if (!code.current && OLDER_RELEASE.has((err as { code?: string }).code ?? '')) return earlierRelease(client, schema, tooOld);
     throw err;
+  }
+}
+
+/**
+ * An earlier release in the upgrade window: its own verdict and health, read by column name
+ * (sql/dashboards/metrics-earlier.sql), with the upgrade still required; when even that cannot be read,
+ * the upgrade alone, said in the scrape error.
+ */
+async function earlierRelease(client: pg.Client, schema: string, tooOld: Known): Promise<Known> {
+  await client.query('ROLLBACK TO SAVEPOINT earlier_release');
+  try {
+    const { rows: [row] } = await client.query(sqlFile('dashboards/metrics-earlier.sql', schema));
+    return { ...tooOld, status: row.status as HealthStatus, row };
+  } catch (err) {
+    if (!OLDER_RELEASE.has((err as { code?: string }).code ?? '')) throw err;
+    return { ...tooOld, error: `subagent-context ${tooOld.installedVersion} is installed; this exporter reads its health after \`subagent-context up\`` };
   }
 }
 
