@@ -10,6 +10,7 @@ import { installStatements, quoteIdent } from '#sql';
 import { readInstalled as readInstalledCode } from './installed.js';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
+import { formatCount } from './count.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -123,7 +124,7 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   let total: number | null = null;
   if (opts.progress?.isTTY) {
     total = await historyEstimate(client, schema);
-    const what = total === null ? 'messages' : `~${total.toLocaleString('en-US')} candidate messages`;
+    const what = total === null ? 'messages' : `~${formatCount(total)} candidate messages`;
     progress = startProgress(`backfill: walking ${what} for subagent history, batch by batch`, { stream: opts.progress });
   }
   const step = `SELECT status, more, batches::float8 AS batches, scanned::float8 AS scanned,

@@ -313,7 +313,7 @@ describe('exit status 3 on every error, and --version on every command', () => {
       }
       await db.query(`REVOKE ALL ON ALL TABLES IN SCHEMA owned FROM ${stranger};
                       GRANT SELECT, INSERT, UPDATE, DELETE, TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA owned TO ${stranger}`);
-    });
+    }, 240_000);  // seven runs of the CLI
 
     it('report as a role that cannot read the table names every grant it needs, in --schema', async () => {
       const r = await runCli(cli, ['report', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
