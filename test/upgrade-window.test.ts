@@ -117,6 +117,14 @@ describe('a newer release installed, this release\'s CLI', async () => {
     }
   });
 
+  it('metrics keeps serving: up 1, the release installed named, the mismatch flagged', async () => {
+    const r = await run(schema, ['metrics', '--once']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`subagent_context_up{schema="${schema}"} 1\n`);
+    expect(r.stdout).toContain(`subagent_context_upgrade_required{schema="${schema}"} 1\n`);
+    expect(r.stdout).toContain(`installed_version="${newer}",package_version="${PACKAGE_VERSION}"`);
+  });
+
   it('none of them wrote anything', async () => {
     expect(await schemaContents(db.pool, schema)).toEqual(before);
   });
