@@ -86,13 +86,13 @@ async function readState(client: pg.Client, schema: string): Promise<Known> {
 
 /**
  * An earlier release in the upgrade window: its own verdict and health, read by column name
- * (sql/dashboards/metrics-earlier.sql), with the upgrade still required; when even that cannot be read,
+ * (sql/metrics/earlier-release.sql), with the upgrade still required; when even that cannot be read,
  * the upgrade alone, said in the scrape error.
  */
 async function earlierRelease(client: pg.Client, schema: string, tooOld: Known): Promise<Known> {
   await client.query('ROLLBACK TO SAVEPOINT earlier_release');
   try {
-    const { rows: [row] } = await client.query(sqlFile('dashboards/metrics-earlier.sql', schema));
+    const { rows: [row] } = await client.query(sqlFile('metrics/earlier-release.sql', schema));
     return { ...tooOld, status: row.status as HealthStatus, row };
   } catch (err) {
     if (!OLDER_RELEASE.has((err as { code?: string }).code ?? '')) throw err;

@@ -1,6 +1,6 @@
 -- What `subagent-context metrics` exports while an earlier release is installed (the upgrade window,
--- docs/upgrade.md#the-upgrade-window): that release's own verdict, health and counters, read by column
--- name, so that its shortfall still alerts before `up`. 0.2.0 and 0.3.0 have no
+-- docs/upgrade.md#the-upgrade-window; not a dashboard panel): that release's own verdict, health and
+-- counters, read by column name, so that its shortfall still alerts before `up`. 0.2.0 and 0.3.0 have no
 -- subagent_context_last_message_at(), which metrics.sql reads, and 0.2.0 no reconciled_at: what a release
 -- does not have is NULL here, absent from the scrape. Any release from 0.2.0 on (0.1.0's health has no
 -- verdict); on this release it gives what metrics.sql gives, without the newest message's time.
