@@ -7,10 +7,25 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { UserError } from './errors.js';
-import { redactUrl, rememberSecret } from './secrets.js';
+import { misplacedAt, redactUrl, rememberSecret } from './secrets.js';
 import { safe } from './output.js';
 
 type Keywords = Record<string, string>;
+
+/**
+ * Where the user name and the password of the resolved connection came from, for the sentence a refused
+ * login becomes: `by` names the string's source (--database-url or DATABASE_URL), the others a variable or
+ * a file (undefined: the string itself).
+ */
+let origin: { by: string; user: string | undefined; password: string | undefined } = { by: '--database-url / DATABASE_URL', user: undefined, password: undefined };
+
+/** What a refused login asks the operator to check: the user and the password where they came from. */
+export function credentialsToCheck(): string {
+  const user = origin.user ?? origin.by;
+  const password = origin.password ?? origin.by;
+  return user === password ? `the user and password in ${user}` : `the user (${user}) and the password (${password})`;
+}
+
 
 /** libpq's keywords that pg applies; their values go into the URL. */
 const APPLIED = new Set(['host', 'port', 'dbname', 'user', 'password', 'passfile', 'service', 'sslmode', 'sslcert', 'sslkey',
@@ -35,8 +50,10 @@ const SYSTEM_CONFIG_DIRECTORY = '/etc/postgresql-common';
  * The postgres:// URL for what the operator gave: --database-url or DATABASE_URL (`given`), else the PG*
  * variables; undefined when nothing names a database. Refuses, in one sentence, what libpq would refuse.
  */
-export function resolveConnection(given: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function resolveConnection(given: string | undefined, env: NodeJS.ProcessEnv = process.env,
+  givenBy = '--database-url / DATABASE_URL'): string | undefined {
   const text = given?.trim();
+  origin = { by: givenBy, user: undefined, password: undefined };
   if (text && /^postgres(ql)?:\/\//i.test(text)) return fromUrl(text, env);
   if (text && text.includes('=') && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return fromKeywords(parseConnectionString(text), env);
   if (text) {
@@ -98,10 +115,13 @@ function checkKeyword(keyword: string, where: string): void {
 
 /** A URL as given, with what a service (?service= or PGSERVICE) and a pgpass file add; unchanged when they add nothing. */
 function fromUrl(url: string, env: NodeJS.ProcessEnv): string {
-  let parsed: URL;
-  try { parsed = new URL(url); } catch {
+  let parsed: URL | undefined;
+  try { parsed = new URL(url); } catch { /* said below */ }
+  // An `@` past the host's place: the password holds / ? or # unencoded, and a parser would read a wrong host.
+  if (!parsed || misplacedAt(url)) {
     throw new UserError(`--database-url / DATABASE_URL is not a valid URL: "${redactUrl(url)}"; write it as ` +
-      'postgres://user:password@host:5432/database, percent-encoding special characters in the password (@ as %40).');
+      'postgres://user:password@host:5432/database, percent-encoding special characters in the password ' +
+      '(@ as %40, : as %3A, / as %2F, ? as %3F, # as %23, % as %25), or give a connection string (password=\'…\').');
   }
   const decode = (s: string) => { try { return decodeURIComponent(s); } catch { return s; } };
   const keywords: Keywords = {};
@@ -122,6 +142,7 @@ function fromUrl(url: string, env: NodeJS.ProcessEnv): string {
   const password = filled.password ?? (env.PGPASSWORD ? undefined : pgpassPassword({
     host: filled.host ?? env.PGHOST ?? 'localhost', port: filled.port ?? env.PGPORT ?? '5432', user, dbname: filled.dbname ?? env.PGDATABASE ?? user,
   }, query.passfile ?? filled.passfile, env));
+  noteOrigin(keywords, filled, service, password, env);
   if (!service && password === undefined) return url;
   const { service: _service, passfile: _passfile, ...rest } = query;
   return buildUrl({ ...filled, ...(password === undefined ? {} : { password }) }, rest);
@@ -137,16 +158,34 @@ function fromKeywords(given: Keywords, env: NodeJS.ProcessEnv): string {
   const dbname = k.dbname ?? env.PGDATABASE ?? user;
   // PGPASSWORD is pg's to read (it comes after every setting above, as in libpq); a pgpass file after that.
   const password = k.password ?? (env.PGPASSWORD ? undefined : pgpassPassword({ host, port, user, dbname }, k.passfile, env));
+  noteOrigin(given, k, service, password, env);
   return buildUrl({ ...k, host, port, user, dbname, ...(password === undefined ? {} : { password }) }, {});
 }
+
+/**
+ * Records where the user and the password came from: the string (`given`), the service (`filled` has what
+ * `given` had not), PGUSER / PGPASSWORD, the pgpass file pgpassPassword() read, or nowhere.
+ */
+function noteOrigin(given: Keywords, filled: Keywords, service: string | undefined, password: string | undefined,
+  env: NodeJS.ProcessEnv): void {
+  const fromService = `the service "${service}" in ${serviceFileRead}`;
+  origin.user = given.user !== undefined ? undefined : filled.user !== undefined ? fromService
+    : env.PGUSER ? 'PGUSER' : 'the operating-system user name';
+  origin.password = given.password !== undefined ? undefined : filled.password !== undefined ? fromService
+    : env.PGPASSWORD ? 'PGPASSWORD' : password !== undefined ? `the password file ${pgpassFileRead}` : 'none was given';
+}
+
+/** The files the last resolution read a service and a password from (for noteOrigin). */
+let serviceFileRead = '';
+let pgpassFileRead = '';
 
 /** Where each connection part goes in the URL: these in its authority and path, the others in its query. */
 const IN_AUTHORITY = new Set(['host', 'port', 'user', 'password', 'dbname', 'service', 'passfile']);
 
 /**
  * The URL of resolved keywords `k` and a URL's own query parameters `query` (kept as given). A setting that
- * comes from a connection string or a service goes into the query when pg applies it; an sslmode from there
- * means what it means to libpq (require: encrypted, certificate not checked), not what pg makes of it in a URL.
+ * comes from a connection string or a service goes into the query when pg applies it; sslmode and the
+ * certificates, wherever they come from, are read by src/tls.ts as libpq reads them.
  */
 function buildUrl(k: Keywords, query: Keywords): string {
   if (k.password) rememberSecret(k.password);
@@ -154,7 +193,6 @@ function buildUrl(k: Keywords, query: Keywords): string {
   for (const [keyword, value] of Object.entries(k)) {
     if (APPLIED.has(keyword) && !IN_AUTHORITY.has(keyword) && params[keyword] === undefined) params[keyword] = value;
   }
-  if (k.sslmode && query.sslmode === undefined && params.uselibpqcompat === undefined) params.uselibpqcompat = 'true';
   const userinfo = k.user || k.password
     ? `${encodeURIComponent(k.user ?? '')}${k.password ? `:${encodeURIComponent(k.password)}` : ''}@` : '';
   // A socket directory is written percent-encoded in the host's place (libpq's URI form); an IPv6 address in brackets.
@@ -214,6 +252,7 @@ function withService(given: Keywords, service: string, env: NodeJS.ProcessEnv, a
       if (out[keyword] === undefined && also[keyword] === undefined) out[keyword] = value;
     }
     if (found.password && out.password === found.password) rememberSecret(found.password);
+    serviceFileRead = file;
     return out;
   }
   throw new UserError(`the service "${service}" is not defined in ${files.join(' or ')}: add a [${service}] section ` +
@@ -254,6 +293,7 @@ function pgpassPassword(c: { host: string; port: string; user: string; dbname: s
     const matches = (pattern: string, value: string) => pattern === '*' || pattern === value;
     if (matches(h, host) && matches(p, c.port) && matches(d, c.dbname) && matches(u, c.user)) {
       rememberSecret(password);
+      pgpassFileRead = file;
       return password;
     }
   }

@@ -3,6 +3,8 @@ import pg from 'pg';
 import { SQL } from 'sql-template-strings';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
+import { connectClient, tlsSentence } from './tls.js';
+import { credentialsToCheck } from './connection.js';
 
 export type Client = pg.Client;
 
@@ -61,6 +63,13 @@ export function privilegeMessage(command: string, schema: string, err: Privilege
       '(docs/security.md#a-dashboard-role), or run it as the installing role.';
   }
   const refused = `the role ${err.role} may not use ${q(err.object)}`;
+  if (err.object === 'subagent_context_reconcile' && 'tables' in need) {
+    // health --full runs the complete reconciliation, step by step: the one function a reading role may be granted.
+    const fn = `${sqlName(schema)}.subagent_context_reconcile(timestamp)`;
+    return `${refused}: \`subagent-context ${command === 'health' ? 'health --full' : command}\` runs the reconciliation, so it ` +
+      `needs EXECUTE on it; grant it with \`GRANT EXECUTE ON FUNCTION ${fn} TO ${grantee};\` (docs/security.md#a-dashboard-role), ` +
+      'or run it as the installing role.';
+  }
   if ('installer' in need) {
     return `${refused}: \`subagent-context ${command}\` must run as the role that installed subagent-context (the owner ` +
       `of ${q('task_session_subagents')}), because ${need.installer}; no GRANT to another role replaces that.`;
@@ -113,6 +122,8 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
     return new UserError('another `subagent-context up` (or node-pg-migrate) is installing into this database right now: ' +
       'wait for it to finish, then run this again.');
   }
+  const tls = tlsSentence(err, url, where);
+  if (tls) return new UserError(tls);
   if (!e.code && /^Connection terminated unexpectedly|is not queryable/.test(message)) {
     return new UserError(sessionEndedSentence(message));
   }
@@ -142,7 +153,7 @@ export function explain(err: unknown, url?: string, schema?: string): Error {
       return new UserError(`cannot reach the database${where}: ${e.message}. Check --database-url / DATABASE_URL and that the server is running.`);
     case '28P01':
     case '28000':
-      return new UserError(`the database refused the login${where}: ${e.message}. Check the user and password in --database-url.`);
+      return new UserError(`the database refused the login${where}: ${e.message}. Check ${credentialsToCheck()}.`);
     case '3D000':
       return new UserError(`${e.message}${where}. Create the database or fix the name in --database-url.`);
     case '3F000':
@@ -176,12 +187,11 @@ export const NO_DATABASE_SENTENCE = 'no database given: pass --database-url URL,
 export async function connect(url: string | undefined): Promise<pg.Client> {
   if (!url) throw new UserError(NO_DATABASE_SENTENCE);
   checkUrl(url);
-  const client = new pg.Client({ connectionString: url, application_name: 'subagent-context' });
-  client.on('error', () => {}); // a dropped connection surfaces on the next query instead
+  let client: pg.Client;
   try {
-    await client.connect();
+    // A dropped connection surfaces on the next query instead of as an 'error' event.
+    client = await connectClient(url, { application_name: 'subagent-context' });
   } catch (err) {
-    await client.end().catch(() => {});
     throw explain(err, url);
   }
   const said: string[] = [];

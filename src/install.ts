@@ -10,6 +10,7 @@ import { installStatements, quoteIdent } from '#sql';
 import { readInstalled as readInstalledCode } from './installed.js';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
+import { formatCount } from './count.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -77,7 +78,10 @@ type RunByCli = <T>(run: { schema: string; bookkeeping: string; recorded: number
 
 export interface BackfillResult {
   status: 'activated' | 'already activated' | 'failed';
+  /** Rows this run stored. */
   inserted: number;
+  /** Rows an interrupted earlier run had stored, which this one continued (absent when none). */
+  inserted_before?: number;
   capture_since: string | null;
   backfill_through: string | null;
   failure: string | null;
@@ -120,12 +124,15 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   let total: number | null = null;
   if (opts.progress?.isTTY) {
     total = await historyEstimate(client, schema);
-    const what = total === null ? 'messages' : `~${total.toLocaleString('en-US')} candidate messages`;
+    const what = total === null ? 'messages' : `~${formatCount(total)} candidate messages`;
     progress = startProgress(`backfill: walking ${what} for subagent history, batch by batch`, { stream: opts.progress });
   }
   const step = `SELECT status, more, batches::float8 AS batches, scanned::float8 AS scanned,
                        inserted::float8 AS inserted, capture_since, backfill_through, failure
                   FROM ${quoteIdent(schema)}.subagent_context_backfill_step()`;
+  // The step counts across runs; what an interrupted run stored is not this run's to report.
+  const { rows: [{ before }] } = await client.query(
+    `SELECT coalesce((SELECT inserted FROM ${quoteIdent(schema)}.subagent_context_backfill_progress), 0)::float8 AS before`);
   try {
     for (;;) {
       const { rows: [row] } = await inStep(client, () => client.query<BackfillStep>(step));
@@ -136,7 +143,9 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
       // The caller prints the outcome once (backfillSummary): the progress line only goes away.
       progress?.clear();
       const { status, capture_since, backfill_through, failure } = row;
-      return { status, inserted: status === 'already activated' ? 0 : row.inserted, capture_since, backfill_through, failure };
+      if (status === 'already activated') return { status, inserted: 0, capture_since, backfill_through, failure };
+      return { status, inserted: row.inserted - before, ...(before > 0 ? { inserted_before: before } : {}),
+        capture_since, backfill_through, failure };
     }
   } catch (err) {
     progress?.clear();

@@ -10,6 +10,7 @@ import { formatCount, safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
 import { ownsSession, sendCancel } from './pooler.js';
+import { connectClient } from './tls.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;
@@ -43,33 +44,33 @@ export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts:
     void (async () => {
       write('\ninterrupted: cancelling the statement on the server…');
       let sentence: string;
-      const admin = new pg.Client({ connectionString: url, application_name: 'subagent-context cancel' });
-      admin.on('error', () => {});
+      let admin: pg.Client | undefined;
+      const connectAdmin = async () => (admin = await connectClient(url, { application_name: 'subagent-context cancel' }));
       try {
         // Through a pooler, connecting may have to wait for the statement to end: cancel first.
-        if (direct) await admin.connect();
+        if (direct) await connectAdmin();
         const deadline = Date.now() + CANCEL_FOR_MS;
         while (!settled && Date.now() < deadline) {
-          if (direct) await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+          if (direct) await admin!.query('SELECT pg_cancel_backend($1)', [pid]);
           else sendCancel(client);
           await Promise.race([running.catch(() => {}), new Promise((r) => setTimeout(r, 200))]);
         }
         if (!settled && direct) {
           // Still running (a cancel each time landed between statements): end the session; its open
           // transaction rolls back with it.
-          await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+          await admin!.query('SELECT pg_terminate_backend($1)', [pid]);
         }
         // Through a pooler, leaving ends our transaction too: the pooler rolls back, or closes, the server
         // session it was running on.
         await client.end().catch(() => {});
-        if (direct) await waitUntilGone(admin, pid);
-        else await admin.connect();
-        sentence = await opts.describe(admin);
+        if (direct) await waitUntilGone(admin!, pid);
+        else await connectAdmin();
+        sentence = await opts.describe(admin!);
       } catch (err) {
         sentence = `could not confirm the cancel (${(err as Error).message}): check pg_stat_activity for pid ${pid} ` +
           'before running the command again.';
       } finally {
-        await admin.end().catch(() => {});
+        await admin?.end().catch(() => {});
       }
       write(safe(sentence));
       process.exit(INTERRUPTED_EXIT);

@@ -14,7 +14,8 @@ import { explain, PrivilegeError, privilegeMessage } from './db.js';
 import { ERROR_EXIT } from './errors.js';
 import { scrubSecrets } from './secrets.js';
 import { resolveConnection } from './connection.js';
-import { red, safe, safeLines } from './output.js';
+import { printJson, red, safe, safeLines } from './output.js';
+import { OtherRelease } from './installed.js';
 import { PACKAGE_VERSION } from '#sql';
 
 const commands: Command[] = [upCommand, backfillCommand, healthCommand, repairCommand, reportCommand, metricsCommand, uninstallCommand, demoCommand];
@@ -56,11 +57,15 @@ Run \`subagent-context <command> --help\` for examples.`;
 export function nearest(given: string, candidates: string[]): string | undefined {
   const distance = (a: string, b: string) => {
     let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    let before = row;
     for (let i = 1; i <= a.length; i++) {
       const next = [i];
       for (let j = 1; j <= b.length; j++) {
         next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+        // Two letters swapped (--sinec for --since) is one typo, not two.
+        if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) next[j] = Math.min(next[j]!, before[j - 2]! + 1);
       }
+      before = row;
       row = next;
     }
     return row[b.length]!;
@@ -161,9 +166,10 @@ export async function main(argv: string[]): Promise<number> {
   const verbose = Boolean(values.verbose);
   const schema = (values.schema as string | undefined) ?? 'public';
   const given = (values['database-url'] as string | undefined) ?? process.env.DATABASE_URL;
+  const givenBy = values['database-url'] !== undefined ? '--database-url' : 'DATABASE_URL';
   let databaseUrl: string | undefined;
   try {
-    databaseUrl = command.offline ? undefined : resolveConnection(given);
+    databaseUrl = command.offline ? undefined : resolveConnection(given, process.env, givenBy);
     return await command.run({
       databaseUrl,
       schema,
@@ -179,7 +185,10 @@ export async function main(argv: string[]): Promise<number> {
     const message = (e instanceof PrivilegeError ? privilegeMessage(name, schema, e) : e.message).replace(/^subagent-context: /, '');
     // Error messages can quote database values (a schema name, a failure's text): escaped for the terminal.
     // Whatever produced them, no password leaves (src/secrets.ts).
-    console.error(red(`error: ${safeLines(scrubSecrets(message, databaseUrl, given))}`));
+    const sentence = scrubSecrets(message, databaseUrl, given);
+    // The upgrade window's answer carries its own status (src/commands/health.ts).
+    if (command.jsonErrors && values.json && !(e instanceof OtherRelease)) printJson({ status: 'error', error: sentence });
+    console.error(red(`error: ${safeLines(sentence)}`));
     if (verbose) console.error(scrubSecrets((err as Error)?.stack ?? String(err), databaseUrl, given));
     return ERROR_EXIT;
   }

@@ -28,7 +28,7 @@ export function rememberSecret(secret: string | undefined | null): void {
 export function redactUrl(url: string): string {
   let parsed: URL | undefined;
   try { parsed = new URL(url); } catch { /* not a URL: the text rules below */ }
-  if (!parsed || !parsed.host) return redactLoosely(url);
+  if (!parsed || !parsed.host || misplacedAt(url)) return redactLoosely(url);
   if (parsed.password) {
     rememberSecret(parsed.password);
     parsed.password = HIDDEN;
@@ -43,18 +43,40 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * What a string that does not parse as a URL may show: everything between `://` and the last `@` before the
- * path becomes user:***, and password-like `key=value` pairs (a libpq connection string's too, quoted or
- * not) lose their value.
+ * Whether a URL has an `@` after where its host begins, as a URL parser reads it: a password holding `/`, `?`
+ * or `#` unencoded, which ends the authority early (postgres://u:12/ab@host/db reads as host "u", port 12).
+ * Such a URL names the wrong server and shows part of the password where the path or query goes.
+ */
+export function misplacedAt(url: string): boolean {
+  const scheme = url.indexOf('://');
+  if (scheme < 0) return false;
+  const rest = url.slice(scheme + 3);
+  const end = rest.search(/[/?#]/);
+  return end >= 0 && rest.lastIndexOf('@') > end;
+}
+
+/** Characters that cannot be in a user name written in a URL as given: there they are the password's. */
+const NOT_A_USER = /[/?#@]/;
+
+/**
+ * What a string that does not parse as a URL (or has an `@` where no URL puts one) may show: everything
+ * between `://` and the last `@` (where the host begins, whatever the password holds) becomes user:***,
+ * or *** alone when the user part holds `/`, `?`, `#` or `@` itself; password-like `key=value` pairs (a
+ * libpq connection string's too, quoted or not) lose their value.
  */
 function redactLoosely(text: string): string {
   return text
-    // A password may hold spaces; the authority ends at the path's slash, so that is where the search stops.
-    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/gi, (_m, scheme: string, userinfo: string) => {
+    // Greedy: up to the last `@`, so a password holding @ / ? # (or spaces) is hidden whole.
+    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/)(.*)@/gi, (_m, scheme: string, userinfo: string) => {
       const colon = userinfo.indexOf(':');
+      const user = colon < 0 ? userinfo : userinfo.slice(0, colon);
+      if (NOT_A_USER.test(user)) {
+        rememberSecret(userinfo);
+        return `${scheme}${HIDDEN}@`;
+      }
       if (colon < 0) return `${scheme}${userinfo}@`;
       rememberSecret(userinfo.slice(colon + 1));
-      return `${scheme}${userinfo.slice(0, colon)}:${HIDDEN}@`;
+      return `${scheme}${user}:${HIDDEN}@`;
     })
     // libpq's connection string quotes a value that holds spaces: 'a b', with \' and \\ inside.
     .replace(/([?&;\s]|^)([\w-]*(?:pass|secret|token)[\w-]*)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s"']*)/gi,

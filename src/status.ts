@@ -3,6 +3,7 @@
 // SQL computes which verdict applies (subagent_context_health().status, sql/health.sql); this file only
 // says what each one means to an operator. test/status.test.ts pins the keys to the SQL's values.
 import { quoteIdent } from '#sql';
+import { formatCount } from './count.js';
 
 /** How loud a verdict is: ok (exit 0), alarm (a missed subagent, exit 1), attention (capture is off or not set up, exit 2). */
 export type Alarm = 'ok' | 'alarm' | 'attention';
@@ -17,7 +18,8 @@ export interface StatusFacts {
   advice(schema: string, shortfall: number | null): string;
 }
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+// Counts as every surface writes them (src/count.ts): 25,000 beside the shortfall row's 25,000, not 25000.
+const plural = (n: number, one: string, many = `${one}s`) => `${formatCount(n)} ${n === 1 ? one : many}`;
 
 /** Every verdict, in the order SQL tests them (first match wins). */
 export const STATUSES = {

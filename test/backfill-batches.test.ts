@@ -172,8 +172,11 @@ describe('a backfill of several seconds, batch by batch', () => {
     expect(n).toBeLessThan(SESSIONS * CALLS);
 
     const again = await db.connect();
+    const stored = (await db.query(`SELECT inserted::int AS n FROM killed.subagent_context_backfill_progress`)).rows[0].n;
     const result = await backfill(again, 'killed');
     expect(result.status).toBe('activated');
+    // This run reports what it stored, and the interrupted run's rows apart (on 4259581 all of them as its own).
+    expect([result.inserted, result.inserted_before]).toEqual([SESSIONS * CALLS - stored, stored]);
     expect(await keys('killed')).toEqual(['subagent_context_backfill_through', 'subagent_context_capture_since']);
     const { rows: [{ total, distinct }] } = await db.query(
       `SELECT count(*)::int AS total, count(DISTINCT (task_session_id, tool_call_id))::int AS distinct FROM killed.task_session_subagents`);

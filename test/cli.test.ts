@@ -89,8 +89,16 @@ describe.concurrent('connection errors, for every command that needs a database'
     const refused = await runCli(cli, args, { DATABASE_URL: u.toString() });
     expect(refused.code).toBe(3);
     expect(refused.stderr.trim()).toBe(`error: the database refused the login (postgres://postgres:***@${u.host}/postgres): ` +
-      'password authentication failed for user "postgres". Check the user and password in --database-url.');
+      'password authentication failed for user "postgres". Check the user and password in DATABASE_URL.');
     expect(refused.stderr).not.toContain('not-the-password');
+
+    // health --json is one object on stdout whatever went wrong, the sentence in it (on 4259581: nothing on stdout).
+    if (args[0] === 'health') {
+      const json = await runCli(cli, [...args, '--json', '--database-url', 'postgres://postgres@127.0.0.1:1/kandev']);
+      expect([json.code, JSON.parse(json.stdout)]).toEqual([3, { status: 'error', error: 'cannot reach the database ' +
+        '(postgres://postgres@127.0.0.1:1/kandev): connect ECONNREFUSED 127.0.0.1:1. Check --database-url / DATABASE_URL and ' +
+        'that the server is running.' }]);
+    }
 
     const u2 = new URL(db.url);
     u2.pathname = '/no_such_database';
@@ -269,22 +277,43 @@ describe('exit status 3 on every error, and --version on every command', () => {
     });
     const as = (role: string) => { const u = new URL(db.url); u.username = role; u.password = ''; return u.toString(); };
 
-    it('up as a role without CREATE on the schema: which grant, no stack', async () => {
+    const owner = decodeURIComponent(new URL(db.url).username) || 'postgres';
+    const notOwner = (role: string, command: string, what: string, table: string, why: string) => `error: the role ${role} ` +
+      `does not own ${what} in schema "owned" (${table} belongs to ${owner}): run \`subagent-context ${command}\` as ${owner} ` +
+      `or a role that is a member of it, because ${why}; no GRANT to another role replaces that (docs/security.md).`;
+    const UP = 'it creates and replaces the installation\'s tables, functions and trigger';
+
+    // Before an installation, up needs to own kandev's messages table (its trigger and index): CREATE on the
+    // schema alone, which the sentence used to ask for, would only move the refusal.
+    it('up before any installation as a role that does not own task_session_messages: whom to run it as, no stack', async () => {
       const r = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
       expect(r.code).toBe(3);
-      expect(r.stderr.trim()).toBe(`error: the role ${nocreate} may not create objects in schema owned: run this as the schema's owner, ` +
-        `or grant it with \`GRANT CREATE ON SCHEMA owned TO ${nocreate};\`.`);
+      expect(r.stderr.trim()).toBe(notOwner(nocreate, 'up', 'kandev\'s task_session_messages', 'task_session_messages', UP));
       noStack(r.stderr);
     });
 
-    it('up as a role that cannot read the bookkeeping table another role created: says so, not "already exists"', async () => {
+    // On 4259581 a role that may read the bookkeeping table (GRANT SELECT ON ALL TABLES, as a dashboard role
+    // often gets) got node-pg-migrate's raw stack: "Unable to ensure migrations table: error: must be owner of
+    // table subagent_context_migrations", and an uninstall as a role with more grants removed the activation
+    // keys before it was refused.
+    it('up and uninstall as a role that does not own the installation: one sentence, nothing changed', async () => {
       expect((await runCli(cli, ['up', '--schema', 'owned'], env())).code).toBe(0);
-      const r = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: as(stranger) });
-      expect(r.code).toBe(3);
-      expect(r.stderr.trim()).toBe(`error: the role ${stranger} cannot read subagent_context_migrations, the installation's ` +
-        'bookkeeping table, which another role created: run this as the role that installed subagent-context (the table\'s owner).');
-      noStack(r.stderr);
-    });
+      const keys = async () => (await db.query('SELECT key, value FROM owned.kandev_meta ORDER BY key')).rows;
+      const before = await keys();
+      for (const grant of ['', `GRANT SELECT ON owned.subagent_context_migrations TO ${stranger}`,
+        `GRANT ALL ON ALL TABLES IN SCHEMA owned TO ${stranger}`]) {
+        if (grant) await db.query(grant);
+        const up = await runCli(cli, ['up', '--schema', 'owned'], { DATABASE_URL: as(stranger) });
+        expect([up.code, up.stdout, up.stderr.trim()]).toEqual([3, '', notOwner(stranger, 'up', 'the installation',
+          'subagent_context_migrations', UP)]);
+        const uninstall = await runCli(cli, ['uninstall', '--schema', 'owned'], { DATABASE_URL: as(stranger) });
+        expect([uninstall.code, uninstall.stdout, uninstall.stderr.trim()]).toEqual([3, '', notOwner(stranger, 'uninstall',
+          'the installation', 'subagent_context_migrations', 'it drops the installation\'s trigger, functions and counters')]);
+        expect(await keys()).toEqual(before);
+      }
+      await db.query(`REVOKE ALL ON ALL TABLES IN SCHEMA owned FROM ${stranger};
+                      GRANT SELECT, INSERT, UPDATE, DELETE, TRIGGER, REFERENCES ON ALL TABLES IN SCHEMA owned TO ${stranger}`);
+    }, 240_000);  // seven runs of the CLI
 
     it('report as a role that cannot read the table names every grant it needs, in --schema', async () => {
       const r = await runCli(cli, ['report', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });

@@ -106,7 +106,32 @@ describe('the connection as libpq takes it', () => {
     chmodSync(file, 0o644);
     const open = await runCli(cli, ['health'], { ...clean, PGPASSFILE: file, DATABASE_URL: url });
     expect(open.code).toBe(3);
-    expect(open.stderr).toContain(`warning: password file ${file} has group or world access, so it is not used: chmod 0600 ${file}.\n`);
+    // One warning, ours (on 4259581 pg's "WARNING: password file … permissions should be u=rw (0600)" came too),
+    // then the refusal.
+    expect(open.stderr).toBe(`warning: password file ${file} has group or world access, so it is not used: chmod 0600 ${file}.\n` +
+      `error: the server asks for a password and none was given (postgres://postgres@127.0.0.1:${s.port}/postgres): put it in ` +
+      'the URL (postgres://user:password@host:5432/database) or set PGPASSWORD.\n');
+  });
+
+  // On 4259581 each said "Check the user and password in --database-url", which none of them used.
+  it('a refused login names where the user and the password came from', async () => {
+    const wrong = `${password}-not-it`;
+    const cases: Array<[Record<string, string | undefined>, string]> = [
+      [{ ...clean, PGHOST: '127.0.0.1', PGPORT: s.port, PGUSER: 'postgres', PGPASSWORD: wrong }, 'the user (PGUSER) and the password (PGPASSWORD)'],
+      [{ ...clean, DATABASE_URL: `postgres://postgres@127.0.0.1:${s.port}/postgres`, PGPASSWORD: wrong }, 'the user (DATABASE_URL) and the password (PGPASSWORD)'],
+      [{ ...clean, DATABASE_URL: `postgres://postgres:${encodeURIComponent(wrong)}@127.0.0.1:${s.port}/postgres` }, 'the user and password in DATABASE_URL'],
+    ];
+    for (const [env, check] of cases) {
+      const r = await runCli(cli, ['health'], env);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`^error: the database refused the login \\(postgres://postgres(:\\*\\*\\*)?@127\\.0\\.0\\.1:${s.port}/postgres\\): ` +
+        `password authentication failed for user "postgres"\\. Check ${check.replace(/[()]/g, '\\$&')}\\.\\n$`));
+    }
+    const file = join(dir, 'pgpass-wrong');
+    writeFileSync(file, `127.0.0.1:${s.port}:*:postgres:${wrong}\n`);
+    chmodSync(file, 0o600);
+    const r = await runCli(cli, ['health'], { ...clean, PGPASSFILE: file, PGHOST: '127.0.0.1', PGPORT: s.port, PGUSER: 'postgres' });
+    expect(r.stderr).toContain(`Check the user (PGUSER) and the password (the password file ${file}).\n`);
   });
 
   it('nothing at all names a database: one sentence with every way to name one', async () => {

@@ -28,6 +28,7 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
   if (!runs) return;
   const db = await freshDatabase('report_html');
   const edges = await freshDatabase('report_html_edges', { from: 'installed' });
+  const fanouts = await freshDatabase('report_html_fanouts', { from: 'installed' });
   const cli = builtCli();
   let dir = '';
   beforeAll(async () => {
@@ -68,6 +69,55 @@ describe.skipIf(!runs)('report --html in headless Chromium', async () => {
           expect(t.left, where).toBeGreaterThanOrEqual(Math.max(0, t.chartLeft) - 0.5);
           expect(t.right, where).toBeLessThanOrEqual(Math.min(t.page, t.chartRight) + 0.5);
         }
+        await page.close();
+      }
+    } finally {
+      await browser.close();
+    }
+  });
+
+  // On 4259581 the fan-out chart labelled 3 of these 9 bars at 1280 px and 2 at 420 px ("1 subagent", "5
+  // subagents", "16 subagents"), the per-session chart hid the labels next to its first and last bar, and the
+  // time span broke inside a timestamp at 420 px.
+  it('labels every bar of the fan-out and per-session charts with its N and its value, at 420 and 1280 px', async () => {
+    const FANOUT = [[1, 40], [2, 25], [3, 12], [4, 9], [5, 5], [6, 3], [8, 2], [10, 1], [16, 1]];
+    const values = FANOUT.map(([n, turns]) => `(${n}, ${turns})`).join(', ');
+    await fanouts.query(`
+      INSERT INTO tasks (id, title, created_at, updated_at)
+        SELECT 'task-' || n || '-' || g, 'card', now(), now() FROM (VALUES ${values}) f(n, turns), generate_series(1, turns) g;
+      INSERT INTO task_sessions (id, task_id, started_at, updated_at)
+        SELECT 'session-' || n || '-' || g, 'task-' || n || '-' || g, now(), now() FROM (VALUES ${values}) f(n, turns), generate_series(1, turns) g;
+      INSERT INTO task_session_turns (id, task_session_id, task_id, started_at, created_at, updated_at)
+        SELECT 'turn-' || n || '-' || g, 'session-' || n || '-' || g, 'task-' || n || '-' || g, now(), now(), now()
+          FROM (VALUES ${values}) f(n, turns), generate_series(1, turns) g;
+      INSERT INTO task_session_subagents (id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, observed_at, updated_at)
+        SELECT 'r' || n || '-' || g || '-' || k, 'session-' || n || '-' || g, 'task-' || n || '-' || g, 'turn-' || n || '-' || g,
+               'c' || n || '-' || g || '-' || k, 'unknown', now() - g * interval '1 hour', now()
+          FROM (VALUES ${values}) f(n, turns), generate_series(1, turns) g, generate_series(1, n) k;`);
+    const file = join(dir, 'fanouts.html');
+    const r = await runCli(cli, ['report', '--html', file], { DATABASE_URL: fanouts.url });
+    expect(r.code, r.stderr).toBe(0);
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+    try {
+      for (const width of [420, 1280]) {
+        const page = await browser.newPage({ viewport: { width, height: 900 } });
+        await page.goto(pathToFileURL(file).href);
+        for (const chart of ['chart-fanout', 'chart-per-session']) {
+          const shown = await page.$$eval(`#${chart} g.bar`, (gs) => gs.map((g) => [...g.querySelectorAll('text')]
+            .filter((t) => getComputedStyle(t).display !== 'none')
+            .map((t) => ({ kind: t.classList.contains('value') ? 'value' : 'label', text: t.textContent }))));
+          expect(shown, `${chart} at ${width} px`).toEqual(FANOUT.map(([n, turns]) =>
+            [{ kind: 'value', text: String(turns) }, { kind: 'label', text: String(n) }]));
+          // No two labels overlap.
+          const boxes = await page.$$eval(`#${chart} text.label`, (ts) => ts.map((t) => t.getBoundingClientRect()).map((b) => [b.left, b.right]));
+          for (let i = 1; i < boxes.length; i++) expect(boxes[i]![0], `${chart} label ${i} at ${width} px`).toBeGreaterThan(boxes[i - 1]![1]);
+        }
+        // Each timestamp of the time span on one line.
+        const stamps = await page.$$eval('#span .stamp', (ss) => ss.map((s) => s.getClientRects().length));
+        expect(stamps.length).toBe(2);
+        expect(stamps, `the time span at ${width} px`).toEqual([1, 1]);
+        await page.screenshot({ path: join(dir, `fanouts-${width}.png`), fullPage: true });
         await page.close();
       }
     } finally {

@@ -66,6 +66,15 @@ describe.each(RELEASES)('$version installed ($commit), this release\'s CLI befor
     expect(r.stdout).toContain(`subagent_context_up{schema="${schema}"} 1\n`);
     expect(r.stdout).toContain(`subagent_context_upgrade_required{schema="${schema}"} 1\n`);
     expect(r.stdout).toContain(`installed_version="${release.version}"`);
+    // The installed release's own verdict and shortfall, so its alerts fire before `up` (0.1.0 has no verdict).
+    // On 4259581, 0.2.0 and 0.3.0 served neither (this release's query needs a function they do not have).
+    if (release.version === '0.1.0') {
+      expect(r.stdout).not.toContain('subagent_context_status{');
+    } else {
+      expect(r.stdout).toMatch(new RegExp(`^subagent_context_status\\{schema="${schema}",status="(healthy|idle)"\\} 1$`, 'm'));
+      expect(r.stdout).toContain(`subagent_context_shortfall{schema="${schema}"} 0\n`);
+      expect(r.stdout).not.toContain('# scrape error');
+    }
   });
 
   it('none of them wrote anything: catalog, rows and counters as they were', async () => {
@@ -106,6 +115,14 @@ describe('a newer release installed, this release\'s CLI', async () => {
     } else {
       expect(r.stdout).toBe('');
     }
+  });
+
+  it('metrics keeps serving: up 1, the release installed named, the mismatch flagged', async () => {
+    const r = await run(schema, ['metrics', '--once']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`subagent_context_up{schema="${schema}"} 1\n`);
+    expect(r.stdout).toContain(`subagent_context_upgrade_required{schema="${schema}"} 1\n`);
+    expect(r.stdout).toContain(`installed_version="${newer}",package_version="${PACKAGE_VERSION}"`);
   });
 
   it('none of them wrote anything', async () => {

@@ -39,7 +39,8 @@ Example:
  */
 export function backfillSummary(result: BackfillResult): string {
   return `backfill: ${result.status}\n` + keyValues([
-    ['rows backfilled', formatCount(result.inserted)],
+    ['rows backfilled', formatCount(result.inserted) +
+      (result.inserted_before ? ` (and ${formatCount(result.inserted_before)} by the interrupted run this one continued)` : '')],
     ['capture_since', safe(result.capture_since ?? '(absent)')],
     ['backfill_through', result.backfill_through === '' ? "'' (no history)" : safe(result.backfill_through ?? '(absent)')],
   ]);

@@ -44,6 +44,7 @@ Examples:
   subagent-context health --full
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # repair on a shortfall only`,
   options: { full: { type: 'boolean' } },
+  jsonErrors: true,
   async run(ctx) {
     return withClient(ctx.databaseUrl, async (client) => {
       const installed = await healthTarget(client, ctx.schema).catch((err) => otherRelease(err, ctx));

@@ -17,5 +17,7 @@ export interface Command {
   conflicts?: string[][];
   /** Takes no database (the demo starts its own): --database-url and the PG* variables are not read. */
   offline?: boolean;
+  /** With --json, an error is one object on stdout too ({"status": "error", "error": the sentence}), for scripts that parse it. */
+  jsonErrors?: boolean;
   run(ctx: CommandContext): Promise<number>;
 }

@@ -8,6 +8,7 @@ import { ACTIVATION_KEYS, sqlStatements, uninstallStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 import { sameRelease } from '../installed.js';
+import { assertInstaller } from '../owner.js';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
@@ -29,6 +30,7 @@ Example:
       await assertSchemaExists(client, ctx.schema);
       // Any earlier release's installation is removed; a newer one's is left to its own release, which knows its objects.
       await sameRelease(client, ctx.schema, 'older');
+      await assertInstaller(client, ctx.schema, 'uninstall');
       const before = await inventory(client, ctx.schema);
       const dropData = Boolean(ctx.args['drop-data']);
       if (isEmpty(before) && !(dropData && before.tables.length > 0)) {

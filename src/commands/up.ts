@@ -6,6 +6,7 @@ import { failIfBackfillFailed, up } from '../install.js';
 import { printJson, green, safe, yellow } from '../output.js';
 import { backfillSummary } from './backfill.js';
 import { sameRelease } from '../installed.js';
+import { assertInstaller } from '../owner.js';
 
 export const upCommand: Command = {
   name: 'up',
@@ -26,6 +27,7 @@ Examples:
       // Any earlier release is upgraded in place; a newer one is refused in one sentence, before anything is written.
       await sameRelease(client, ctx.schema, 'older');
       await assertWritable(client);
+      await assertInstaller(client, ctx.schema, 'up');
       const result = await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: (admin) => describeInstallState(admin, ctx.schema, 'subagent-context up'),
       }, () => up(client, ctx.schema, { progress: ctx.json ? undefined : process.stderr }));

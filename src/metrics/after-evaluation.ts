@@ -2,10 +2,11 @@
 // health regularly keeps it cheap). The exporter calls afterEvaluation() once an evaluation has finished,
 // never while another call is still running, never making a scrape wait; `metrics --once` awaits it
 // before exiting. Its errors are logged (scrubbed of secrets), never served.
-import pg from 'pg';
+import type pg from 'pg';
 import type { Evaluation, EvaluationTarget } from './evaluate.js';
 import { quoteIdent } from '#sql';
 import { reconcileFor, type ReconcileStep } from '../reconcile.js';
+import { connectClient } from '../tls.js';
 
 export interface AfterEvaluationContext extends EvaluationTarget {
   /** Aborted when the exporter stops: stop early, leave nothing running. */
@@ -23,13 +24,15 @@ const notPermitted = new Set<string>();
 export async function afterEvaluation(evaluation: Evaluation, context: AfterEvaluationContext): Promise<ReconcileStep | null> {
   if (!evaluation.up || evaluation.upgradeRequired !== false || evaluation.row?.activated !== true || context.signal.aborted
       || notPermitted.has(context.schema)) return null;
-  const client = new pg.Client({ connectionString: context.databaseUrl, application_name: 'subagent-context metrics (reconciliation)' });
-  client.on('error', () => {});  // a dropped connection surfaces on the next query, which fails the step
-  const stop = () => { void client.end().catch(() => {}); };
+  let client: pg.Client | undefined;
+  const stop = () => { void client?.end().catch(() => {}); };
   context.signal.addEventListener('abort', stop, { once: true });
   try {
-    await client.connect();
-    return await reconcileFor(client, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs });
+    const connected = await connectClient(context.databaseUrl, { application_name: 'subagent-context metrics (reconciliation)' }, (attempt) => {
+      attempt.on('error', () => {});  // a dropped connection surfaces on the next query, which fails the step
+      client = attempt;
+    });
+    return await reconcileFor(connected, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs });
   } catch (err) {
     // The exporter is stopping and closed this connection on purpose: the step's error is that, not a fault.
     if (context.signal.aborted) return null;
@@ -40,6 +43,6 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
       '.subagent_context_reconcile(timestamp) TO <this role> (docs/security.md#a-dashboard-role). Not tried again.', { cause: err });
   } finally {
     context.signal.removeEventListener('abort', stop);
-    await client.end().catch(() => {});
+    await client?.end().catch(() => {});
   }
 }

@@ -6,6 +6,7 @@ import { sqlFile } from '#sql';
 import { assertSchemaExists, captureTriggerExists, explain, PrivilegeError, privilegeMessage } from '../db.js';
 import { readInstalled } from '../installed.js';
 import { sendCancel } from '../pooler.js';
+import { connectClient } from '../tls.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
 import type { HealthStatus } from '../status.js';
 
@@ -70,16 +71,32 @@ async function readState(client: pg.Client, schema: string): Promise<Known> {
   const tooOld: Known = { up: true, status: null, installedVersion: code.version, upgradeRequired: true, row: null };
   // 0.1.0's health has no status column: this release cannot read it, and says "upgrade" instead.
   if (code.code_digest === null) return tooOld;
+  // An earlier release may lack what metrics.sql reads: its failure must leave the transaction usable.
+  if (!code.current) await client.query('SAVEPOINT earlier_release');
   try {
     const { rows } = await client.query(sqlFile('dashboards/metrics.sql', schema));
     const row = rows[0] as Record<string, unknown>;
     return { up: true, status: row.status as HealthStatus, installedVersion: (row.installed_version as string | null) ?? code.version,
       upgradeRequired: !code.current, row };
   } catch (err) {
-    if (!code.current && OLDER_RELEASE.has((err as { code?: string }).code ?? '')) {
-      return { ...tooOld, error: `subagent-context ${code.version} is installed; this exporter reads its health after \`subagent-context up\`` };
-    }
+    if (!code.current && OLDER_RELEASE.has((err as { code?: string }).code ?? '')) return earlierRelease(client, schema, tooOld);
     throw err;
+  }
+}
+
+/**
+ * An earlier release in the upgrade window: its own verdict and health, read by column name
+ * (sql/metrics/earlier-release.sql), with the upgrade still required; when even that cannot be read,
+ * the upgrade alone, said in the scrape error.
+ */
+async function earlierRelease(client: pg.Client, schema: string, tooOld: Known): Promise<Known> {
+  await client.query('ROLLBACK TO SAVEPOINT earlier_release');
+  try {
+    const { rows: [row] } = await client.query(sqlFile('metrics/earlier-release.sql', schema));
+    return { ...tooOld, status: row.status as HealthStatus, row };
+  } catch (err) {
+    if (!OLDER_RELEASE.has((err as { code?: string }).code ?? '')) throw err;
+    return { ...tooOld, error: `subagent-context ${tooOld.installedVersion} is installed; this exporter reads its health after \`subagent-context up\`` };
   }
 }
 
@@ -100,13 +117,14 @@ export class Evaluator {
     if (this.client && !this.broken.has(this.client)) return this.client;
     if (this.client) this.discard(this.client);
     const { databaseUrl, timeoutMs } = this.target;
-    const client = new pg.Client({ connectionString: databaseUrl, application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true });
-    // A dropped connection also rejects the query in flight, which is where it is reported.
-    client.on('error', () => { this.broken.add(client); });
-    client.on('end', () => { this.broken.add(client); });
-    client.on('notice', () => {});
-    this.client = client;
-    await client.connect();
+    const client = await connectClient(databaseUrl, { application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true },
+      (attempt) => {
+        // A dropped connection also rejects the query in flight, which is where it is reported.
+        attempt.on('error', () => { this.broken.add(attempt); });
+        attempt.on('end', () => { this.broken.add(attempt); });
+        attempt.on('notice', () => {});
+        this.client = attempt;
+      });
     const password = internals(client).password;
     if (typeof password === 'string') rememberSecret(password); // from the URL, PGPASSWORD or a pgpass file
     return client;

@@ -45,11 +45,16 @@ export function svgBarChart(c: Chart): string {
   const max = Math.max(1, ...c.bars.map((b) => b.value));
   const slot = n ? 100 / n : 0;
   const bw = slot * 0.7;
-  // Past 6 bars the first and last slots are too narrow to centre a label on: it is anchored at the edge,
-  // and the stride's labels next to it give way.
-  const edges = n > 6;
-  const labels = labelClasses(n, Math.max(0, ...c.bars.map((b) => textPx(safe(b.label)))), edges);
-  const values = labelClasses(n, Math.max(0, ...c.bars.map((b) => textPx(b.shown))), edges);
+  // Past 6 bars, where a label is wider than its slot at the narrowest width, the first and last slots are
+  // too narrow to centre it on: it is anchored at the edge, and the stride's labels next to it give way.
+  // Labels that fit their slots (a fan-out's N) are centred, every one.
+  const edgesFor = (px: number) => n > 6 && px > LABEL_WIDTHS[0].px / n;
+  const axis = (b: (typeof c.bars)[number]) => b.axis ?? b.label;
+  const labelPx = Math.max(0, ...c.bars.map((b) => textPx(safe(axis(b)))));
+  const valuePx = Math.max(0, ...c.bars.map((b) => textPx(b.shown)));
+  const edges = edgesFor(labelPx);
+  const labels = labelClasses(n, labelPx, edges);
+  const values = labelClasses(n, valuePx, edgesFor(valuePx));
   const highest = c.bars.findIndex((b) => b.value === max);
   /**
    * Where a value of `px` pixels goes above bar `i`: centred on it, unless centred it would cross the
@@ -77,7 +82,7 @@ export function svgBarChart(c: Chart): string {
     return `<g class="bar" data-label="${label}" data-value="${b.value}">` +
       `<rect x="${pct(mid - bw / 2)}" y="${y}" width="${pct(bw)}" height="${h}" fill="#4c78a8"><title>${label}: ${escapeHtml(b.shown)}` +
       `${b.note ? ` ${htmlText(b.note)}` : ''}</title></rect>${value}` +
-      `<text class="label thin ${labels[i]}" x="${pct(lx)}" y="${H - bottom + 18}" text-anchor="${anchor}">${label}</text></g>`;
+      `<text class="label thin ${labels[i]}" x="${pct(lx)}" y="${H - bottom + 18}" text-anchor="${anchor}">${htmlText(axis(b))}</text></g>`;
   }).join('');
   // Few bars are not stretched across a wide screen: about 90 px a bar, never under 360 px.
   return `<figure class="chart"><figcaption>${htmlText(c.caption)}</figcaption>` +
@@ -190,8 +195,11 @@ ${LABEL_WIDTHS.slice(1).map((w, j) => `@container (min-width:${w.px}px){svg text
 .banner{padding:.8em 1em;border-radius:6px;margin:1em 0;font-size:1.05em}
 .banner.alarm{background:#b3261e;color:#fff}.banner.warn{background:#f9a825;color:#1a1a1a}
 dl.meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:.5em 0}
-dl.meta dt{color:#555}dl.meta dd{margin:0;overflow-wrap:anywhere}
+dl.meta dt{color:#555}dl.meta dd{margin:0;overflow-wrap:anywhere}dl.meta dd#span{overflow-wrap:normal}.stamp{white-space:nowrap}
 `;
+
+/** Escaped text with each timestamp in it kept on one line: a narrow page breaks the span between them, never inside one. */
+const unbroken = (escaped: string) => escaped.replace(/\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?/g, '<span class="stamp">$&</span>');
 
 export function renderHtml(r: Report, generatedAt = new Date().toISOString()): string {
   const doc = describeReport(r, generatedAt);
@@ -207,7 +215,7 @@ export function renderHtml(r: Report, generatedAt = new Date().toISOString()): s
 ${banner}
 <dl class="meta" id="identity">
 <dt>database</dt><dd id="where">${htmlText(doc.where)}</dd>
-<dt>time span</dt><dd id="span">${htmlText(doc.span)}</dd>
+<dt>time span</dt><dd id="span">${unbroken(htmlText(doc.span))}</dd>
 <dt>generated</dt><dd id="generated">${htmlText(doc.generated)}</dd>
 <dt>health</dt><dd><span id="health-status" class="status">${htmlText(h.status)}</span> (shortfall ${htmlText(h.shortfall)}, excess ${htmlText(h.excess)}; not windowed)</dd>
 </dl>

@@ -8,7 +8,8 @@ import type { Report, TopRow, UsageRow } from './model.js';
 import { UNKNOWN, cardLabel, count, depthLabel, fmtAge, fmtDec, fmtDuration, fmtInt, fmtSeconds } from './format.js';
 
 /** One bar of a histogram: `shown` is the value as written; `note` is said after it. */
-export interface Bar { label: string; value: number; shown: string; note?: string }
+/** `axis`, when given, is what the page writes under the bar instead of `label` (which stays its name). */
+export interface Bar { label: string; value: number; shown: string; note?: string; axis?: string }
 /**
  * A histogram: vertical bars on the page, horizontal ones on the terminal. `condensed`, when given, is what
  * the terminal shows instead of `bars`: the page draws every day of a trend as an axis, the terminal writes
@@ -158,7 +159,9 @@ export function describeReport(r: Report, generatedAt: string): ReportDocument {
       trendSection(r),
       { id: 'fanout', title: 'Fan-out per turn (turns that launched N subagents)', level: 2, half: true,
         chart: { id: 'chart-fanout', caption: 'Turns that launched N subagents',
-          bars: r.fanout_per_turn.map((f) => ({ label: count(f.fanout, 'subagent'), value: f.turns, shown: fmtInt(f.turns) })) } },
+          // Under a bar the page writes N alone, which fits every bar from a phone up; the caption says what N is.
+          bars: r.fanout_per_turn.map((f) => ({ label: count(f.fanout, 'subagent'), axis: fmtInt(f.fanout), value: f.turns,
+            shown: fmtInt(f.turns) })) } },
       { id: 'per-session', title: 'Subagents per session (sessions that launched N)', level: 2, half: true,
         chart: { id: 'chart-per-session', caption: 'Sessions that launched N subagents',
           bars: r.subagents_per_session.map((s) => ({ label: String(s.subagents), value: s.sessions, shown: fmtInt(s.sessions) })) } },

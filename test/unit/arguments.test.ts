@@ -53,6 +53,15 @@ describe('the command line', () => {
     expect(r.stderr).toBe('error: unknown option --sinse. Run `subagent-context health --help`.');
   });
 
+  // On 4259581 a swap of two letters counted as two edits, too many for a five-letter option: no suggestion.
+  it('two letters swapped in an option is a typo it names: report --sinec gets --since', async () => {
+    for (const [command, typo, meant] of [['report', '--sinec', '--since'], ['uninstall', '--dorp-data', '--drop-data']]) {
+      const r = await run(command!, typo!, '7d');
+      expect(r).toEqual({ code: ERROR_EXIT, stdout: '',
+        stderr: `error: unknown option ${typo}: did you mean ${meant}? Run \`subagent-context ${command} --help\`.` });
+    }
+  });
+
   it('a stray argument is refused: options start with --', async () => {
     const r = await run('up', 'public');
     expect(r.code).toBe(ERROR_EXIT);
