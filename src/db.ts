@@ -3,6 +3,7 @@ import pg from 'pg';
 import { SQL } from 'sql-template-strings';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
+import { pinSearchPath } from './search-path.js';
 
 export type Client = pg.Client;
 
@@ -184,6 +185,7 @@ export async function connect(url: string | undefined): Promise<pg.Client> {
     await client.end().catch(() => {});
     throw explain(err, url);
   }
+  pinSearchPath(client);  // nothing sent on it resolves a name another role can plant (src/search-path.ts)
   const said: string[] = [];
   notices.set(client, said);
   // What the installation's SQL tells the operator (RAISE NOTICE/WARNING 'subagent-context: …'), kept for

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { formatCount, safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
+import { pinSearchPath } from './search-path.js';
 import { ownsSession, sendCancel } from './pooler.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
@@ -43,7 +44,7 @@ export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts:
     void (async () => {
       write('\ninterrupted: cancelling the statement on the server…');
       let sentence: string;
-      const admin = new pg.Client({ connectionString: url, application_name: 'subagent-context cancel' });
+      const admin = pinSearchPath(new pg.Client({ connectionString: url, application_name: 'subagent-context cancel' }));
       admin.on('error', () => {});
       try {
         // Through a pooler, connecting may have to wait for the statement to end: cancel first.

@@ -8,7 +8,8 @@
 // up` and `uninstall` tell the migrations (the schema, that the CLI backfills) travels in this process.
 import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
-  deactivateStatements, installedCode, installStatements, migrationGuard, quoteIdent, targetSchema, uninstallStatements,
+  deactivateStatements, installedCode, installStatements, migrationGuard, PIN_SEARCH_PATH, quoteIdent, targetSchema,
+  uninstallStatements,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
@@ -81,7 +82,29 @@ const queue = (pgm, { guard, after }, statements) => {
   if (after) pgm.sql(after);
 };
 
-const select = (pgm) => (text, values) => pgm.db.select(text, values);
+/**
+ * A catalog read of ours, under the pinned search_path (docs/decisions.md#the-trust-boundary): the CLI's
+ * connection pins every transaction itself (src/search-path.ts); plain node-pg-migrate's runs it in one.
+ */
+const select = (pgm) => async (text, values) => {
+  if (cliRun()) return pgm.db.select(text, values);
+  await pgm.db.query(`BEGIN;\n${PIN_SEARCH_PATH}`);
+  try {
+    const rows = await pgm.db.select(text, values);
+    await pgm.db.query('COMMIT');
+    return rows;
+  } catch (err) {
+    await pgm.db.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+};
+
+/**
+ * A statement that runs alone, outside a transaction block: a DO block gets the pin in front, in the same
+ * string (one implicit transaction); what cannot run in one (CREATE INDEX CONCURRENTLY, CALL) names only
+ * pg_catalog and our schema, by hand.
+ */
+const alone = (statement) => (/^(\s*--[^\n]*\n)*\s*DO\b/.test(statement) ? `${PIN_SEARCH_PATH};\n${statement}` : statement);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
 export async function install(pgm) {
@@ -118,7 +141,7 @@ export async function activate(pgm) {
     throw new Error('subagent-context: the first step of health\'s index must be a DO block, to share a transaction with the guard');
   }
   pgm.sql(`${guard({ holdIndexBuilds: true })}\n${first}`);
-  for (const statement of rest) pgm.sql(statement);
+  for (const statement of rest) pgm.sql(alone(statement));
   if (run) {
     run.open = true;
     pgm.sql(`BEGIN;\n${guard()}`);
@@ -129,7 +152,7 @@ export async function activate(pgm) {
   // Then a complete reconciliation, committing after each step.
   pgm.sql(`DO $reconcile$
 BEGIN
-  IF to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
+  IF pg_catalog.to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
     CALL ${quoteIdent(schema)}.subagent_context_reconcile_all();
   END IF;
 END

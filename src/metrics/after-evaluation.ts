@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Evaluation, EvaluationTarget } from './evaluate.js';
 import { quoteIdent } from '#sql';
 import { reconcileFor, type ReconcileStep } from '../reconcile.js';
+import { pinSearchPath } from '../search-path.js';
 
 export interface AfterEvaluationContext extends EvaluationTarget {
   /** Aborted when the exporter stops: stop early, leave nothing running. */
@@ -23,7 +24,7 @@ const notPermitted = new Set<string>();
 export async function afterEvaluation(evaluation: Evaluation, context: AfterEvaluationContext): Promise<ReconcileStep | null> {
   if (!evaluation.up || evaluation.upgradeRequired !== false || evaluation.row?.activated !== true || context.signal.aborted
       || notPermitted.has(context.schema)) return null;
-  const client = new pg.Client({ connectionString: context.databaseUrl, application_name: 'subagent-context metrics (reconciliation)' });
+  const client = pinSearchPath(new pg.Client({ connectionString: context.databaseUrl, application_name: 'subagent-context metrics (reconciliation)' }));
   client.on('error', () => {});  // a dropped connection surfaces on the next query, which fails the step
   const stop = () => { void client.end().catch(() => {}); };
   context.signal.addEventListener('abort', stop, { once: true });

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { sqlFile } from '#sql';
 import { assertSchemaExists, captureTriggerExists, explain, PrivilegeError, privilegeMessage } from '../db.js';
 import { readInstalled } from '../installed.js';
+import { pinSearchPath } from '../search-path.js';
 import { sendCancel } from '../pooler.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
 import type { HealthStatus } from '../status.js';
@@ -100,7 +101,7 @@ export class Evaluator {
     if (this.client && !this.broken.has(this.client)) return this.client;
     if (this.client) this.discard(this.client);
     const { databaseUrl, timeoutMs } = this.target;
-    const client = new pg.Client({ connectionString: databaseUrl, application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true });
+    const client = pinSearchPath(new pg.Client({ connectionString: databaseUrl, application_name: APPLICATION_NAME, connectionTimeoutMillis: timeoutMs, keepAlive: true }));
     // A dropped connection also rejects the query in flight, which is where it is reported.
     client.on('error', () => { this.broken.add(client); });
     client.on('end', () => { this.broken.add(client); });
