@@ -27,7 +27,7 @@ export const DATA_FILES = [
 
 /** The code layer, in the order it must be applied. */
 export const CODE_FILES = [
-  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'topology.sql', 'stats.sql',
+  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'meta-writable.sql', 'topology.sql', 'stats.sql',
   'capture.sql', 'backfill.sql', 'reconcile.sql', 'health.sql', 'repair.sql', 'grants.sql',
 ];
 
@@ -131,7 +131,9 @@ function transaction(schema, locks, files, extra = []) {
  */
 export function installStatements(schema, { code = true } = {}) {
   const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
-  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record] : []);
+  // Last: an installation whose activation would refuse (meta-writable.sql) is not installed either.
+  const meta = `SELECT ${quoteIdent(schema)}.subagent_context_assert_meta_writable()`;
+  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record, meta] : [meta]);
 }
 
 /**
@@ -150,12 +152,12 @@ ${sqlFile('migration-guard.sql', schema)}`;
 
 /** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
 export function deactivateStatements(schema) {
-  return splitStatements(sqlFile('deactivate.sql', schema));
+  return ['meta-writable.sql', 'deactivate.sql'].flatMap((f) => splitStatements(sqlFile(f, schema)));
 }
 
 /** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
 export function uninstallStatements(schema) {
-  return transaction(schema, UNINSTALL_LOCKS, ['deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
+  return transaction(schema, UNINSTALL_LOCKS, ['meta-writable.sql', 'deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
 }
 
 /**

@@ -83,21 +83,28 @@ const queue = (pgm, { guard, after }, statements) => {
 };
 
 /**
- * A catalog read of ours, under the pinned search_path (docs/decisions.md#the-trust-boundary): the CLI's
- * connection pins every transaction itself (src/search-path.ts); plain node-pg-migrate's runs it in one.
+ * A catalog read of ours, under the pinned search_path (docs/decisions.md#the-trust-boundary). The CLI's
+ * connection pins every transaction itself (src/search-path.ts). Plain node-pg-migrate may be inside its
+ * own transaction here (--single-transaction, its default) or not, and its next migration's guard reads
+ * the session's schema: so the read goes in one string with the pin before it and the search_path put
+ * back after it, the values written in as literals (a string is one implicit transaction, or part of
+ * node-pg-migrate's).
  */
-const select = (pgm) => async (text, values) => {
+const select = (pgm) => async (text, values = []) => {
   if (cliRun()) return pgm.db.select(text, values);
-  await pgm.db.query(`BEGIN;\n${PIN_SEARCH_PATH}`);
-  try {
-    const rows = await pgm.db.select(text, values);
-    await pgm.db.query('COMMIT');
-    return rows;
-  } catch (err) {
-    await pgm.db.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+  const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, n) => stringLiteral(values[Number(n) - 1]));
+  const results = await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
+${PIN_SEARCH_PATH};
+${read};
+SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent_context.search_path'), true)`);
+  return results[2].rows;
 };
+
+/** A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled). */
+function stringLiteral(value) {
+  if (typeof value !== 'string') throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof value}`);
+  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
 
 /**
  * A statement that runs alone, outside a transaction block: a DO block gets the pin in front, in the same

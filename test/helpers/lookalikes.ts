@@ -69,12 +69,14 @@ export async function plantLookalikes(admin: pg.ClientBase, role: string, schema
 }
 
 /** How many times a look-alike ran (rolled back or not), and which ones ran in transactions that committed. */
-export async function lookalikeCalls(admin: pg.ClientBase, schema = 'public'): Promise<{ count: number; names: string[] }> {
+export async function lookalikeCalls(admin: pg.ClientBase, schema = 'public'): Promise<{ count: number; names: string[]; queries: string[] }> {
   const { rows: [{ count }] } = await admin.query(
     `SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int AS count FROM ${schema}.lookalike_calls_seq`);
   const { rows } = await admin.query(
     `SELECT DISTINCT signature || ' by ' || called_by AS name FROM ${schema}.lookalike_calls ORDER BY 1`);
-  return { count, names: rows.map((r) => r.name) };
+  // What sent them (the top-level statement), to find the call: not part of what a test compares.
+  const { rows: sent } = await admin.query(`SELECT DISTINCT left(query, 300) AS query FROM ${schema}.lookalike_calls`);
+  return { count, names: rows.map((r) => r.name), queries: sent.map((r) => r.query) };
 }
 
 /** Forgets the calls recorded so far (between commands). */
@@ -110,7 +112,7 @@ DECLARE
   ret text;
 BEGIN
   EXECUTE format('CREATE SEQUENCE %I.lookalike_calls_seq', s);
-  EXECUTE format('CREATE TABLE %I.lookalike_calls (signature text, called_by text, at timestamptz DEFAULT clock_timestamp())', s);
+  EXECUTE format('CREATE TABLE %I.lookalike_calls (signature text, called_by text, query text, at timestamptz DEFAULT clock_timestamp())', s);
   EXECUTE format('GRANT USAGE ON SEQUENCE %I.lookalike_calls_seq TO PUBLIC', s);
   EXECUTE format('GRANT INSERT ON %I.lookalike_calls TO PUBLIC', s);
   -- What every look-alike does: count, name itself, and (as a superuser) hand the planting role SUPERUSER.
@@ -118,7 +120,7 @@ BEGIN
     SET search_path = pg_catalog, pg_temp AS $b$
     BEGIN
       PERFORM nextval('%1$I.lookalike_calls_seq');
-      INSERT INTO %1$I.lookalike_calls (signature, called_by) VALUES (signature, current_user);
+      INSERT INTO %1$I.lookalike_calls (signature, called_by, query) VALUES (signature, current_user, 'search_path=' || current_setting('search_path') || ' | ' || current_query());
       IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
         EXECUTE 'ALTER ROLE %2$I SUPERUSER';
       END IF;
