@@ -67,7 +67,7 @@ BEGIN
   )
   SELECT string_agg(what, ', ' ORDER BY what) INTO foreign_code FROM found;
   IF foreign_code IS NOT NULL THEN
-    RAISE EXCEPTION 'subagent-context: % carries code that its owner % controls (%), which would run with the privileges of %, who is not its owner, when subagent-context writes its activation keys there, so nothing was changed: drop or disable it, or run this as % (docs/security.md#kandev_meta)',
+    RAISE EXCEPTION 'subagent-context: % carries code that its owner % controls (%), which would run with the privileges of %, who is not its owner, when subagent-context writes or deletes its activation keys there, so nothing was changed: drop or disable it, or run this as % (docs/security.md#kandev_meta)',
       meta, owner, foreign_code, current_user, owner
       USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
