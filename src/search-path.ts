@@ -57,7 +57,8 @@ export function pinSearchPath<C extends pg.Client>(client: C): C {
     if (typeof config === 'string' && (params === undefined || (Array.isArray(params) && params.length === 0))) {
       const results = await send(`${PIN_SEARCH_PATH};\n${text}`);
       // pg answers one result per statement of the string: the caller's are the ones after the pin.
-      const mine = (results as pg.QueryResult[]).slice(1);
+      if (!Array.isArray(results)) return results;  // the caller's text held no statement
+      const mine = results.slice(1);
       return mine.length === 1 ? mine[0] : mine;
     }
     await send(`BEGIN;\n${PIN_SEARCH_PATH}`);
