@@ -268,6 +268,9 @@ BEGIN
     status := 'already activated';
     RETURN;
   END IF;
+  -- Before the block below, which turns an error into a 'failed' step: a refusal is the command's answer.
+  -- In every step's transaction, since the last one writes the keys.
+  PERFORM @extschema@.subagent_context_assert_meta_writable();
 
   BEGIN
     step := 'check capture trigger';

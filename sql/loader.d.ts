@@ -21,6 +21,9 @@ export interface InstalledCode {
   current: boolean;
 }
 
+/** The search_path every transaction of ours runs under, and the statement that pins it for its transaction. */
+export const PINNED_SEARCH_PATH: string;
+export const PIN_SEARCH_PATH: string;
 export function quoteIdent(name: string): string;
 /** One file of sql/, rendered for `schema`. */
 export function sqlFile(file: string, schema: string): string;

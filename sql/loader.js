@@ -27,7 +27,7 @@ export const DATA_FILES = [
 
 /** The code layer, in the order it must be applied. */
 export const CODE_FILES = [
-  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'topology.sql', 'stats.sql',
+  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'meta-writable.sql', 'topology.sql', 'stats.sql',
   'capture.sql', 'backfill.sql', 'reconcile.sql', 'health.sql', 'repair.sql', 'grants.sql',
 ];
 
@@ -61,6 +61,16 @@ export const HEALTH_INDEX = {
   definition: HEALTH_INDEX_DEFINITION,
   comment: `subagent-context: prefilter ${createHash('sha256').update(HEALTH_INDEX_DEFINITION).digest('hex').slice(0, 12)}`,
 };
+
+/**
+ * The search_path every transaction of ours runs under, and the statement that pins it for the transaction
+ * it runs in (never for the session: a pooler's server session serves other clients next). A name a host
+ * role can plant (a function or operator in a schema it owns, with a better-matching signature than the
+ * built-in) then resolves to pg_catalog's; our own objects are always named with their schema
+ * (docs/decisions.md#the-trust-boundary). The statement itself names only pg_catalog: it runs before the pin.
+ */
+export const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp';
+export const PIN_SEARCH_PATH = `SELECT pg_catalog.set_config('search_path', '${PINNED_SEARCH_PATH}', true)`;
 
 export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
@@ -105,8 +115,9 @@ export const UNINSTALL_LOCKS = [['task_session_messages', 'ACCESS EXCLUSIVE']];
  */
 function transaction(schema, locks, files, extra = []) {
   return [
+    PIN_SEARCH_PATH,
     sqlFile('citus-check.sql', schema),
-    `SELECT set_config('subagent_context.host_locks', ${literal(locks.map(([t, m]) => `${t}:${m}`).join(','))}, true)`,
+    `SELECT pg_catalog.set_config('subagent_context.host_locks', ${literal(locks.map(([t, m]) => `${t}:${m}`).join(','))}, true)`,
     sqlFile('lock-host.sql', schema),
     ...files.map((f) => sqlFile(f, schema)),
     ...extra,
@@ -120,26 +131,33 @@ function transaction(schema, locks, files, extra = []) {
  */
 export function installStatements(schema, { code = true } = {}) {
   const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
-  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record] : []);
+  // Last: an installation whose activation would refuse (meta-writable.sql) is not installed either.
+  const meta = `SELECT ${quoteIdent(schema)}.subagent_context_assert_meta_writable()`;
+  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record, meta] : [meta]);
 }
 
 /**
  * The first statements of every transaction a migration runs (migration-guard.sql), told what to check
  * through a transaction-local setting: { lock, bookkeeping, expected, schema, holdIndexBuilds }. One string.
+ * It reads the session's schema (node-pg-migrate's --schema) before it pins the search_path, which it does
+ * before anything else runs, node-pg-migrate's own statements of the transaction included.
  */
 export function migrationGuard(schema, { lock, bookkeeping = null, expected = null, schema: expectedSchema = null, holdIndexBuilds = false }) {
   const given = JSON.stringify({ lock, bookkeeping, expected, schema: expectedSchema, hold_index_builds: holdIndexBuilds });
-  return `SELECT set_config('subagent_context.migration_guard', ${literal(given)}, true);\n${sqlFile('migration-guard.sql', schema)}`;
+  return `SELECT pg_catalog.set_config('subagent_context.migration_guard', ${literal(given)}, true),
+       pg_catalog.set_config('subagent_context.session_schema', coalesce(pg_catalog.current_schema(), ''), true);
+${PIN_SEARCH_PATH};
+${sqlFile('migration-guard.sql', schema)}`;
 }
 
 /** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
 export function deactivateStatements(schema) {
-  return splitStatements(sqlFile('deactivate.sql', schema));
+  return ['meta-writable.sql', 'deactivate.sql'].flatMap((f) => splitStatements(sqlFile(f, schema)));
 }
 
 /** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
 export function uninstallStatements(schema) {
-  return transaction(schema, UNINSTALL_LOCKS, ['deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
+  return transaction(schema, UNINSTALL_LOCKS, ['meta-writable.sql', 'deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
 }
 
 /**
@@ -172,13 +190,14 @@ export async function installedCode(select, schema) {
  */
 export async function targetSchema(pgm, given) {
   const [{ schema, path }] = given ? [{ schema: given, path: null }] : await pgm.db.select(
-    `SELECT current_schema() AS schema, current_setting('search_path') AS path`);
+    `SELECT pg_catalog.current_schema() AS schema, pg_catalog.current_setting('search_path') AS path`);
   if (!schema) {
     throw new Error(`subagent-context: schema not found (search_path is ${path}); create it or pass --schema`);
   }
   const rows = await pgm.db.select(
-    `SELECT t AS name FROM unnest($1::text[]) AS t
-      WHERE to_regclass(format('%I.%I', $2::text, t)) IS NULL`, [HOST_TABLES, schema]);
+    // Outside a transaction, under node-pg-migrate's search_path: every name qualified.
+    `SELECT t AS name FROM pg_catalog.unnest($1::text[]) AS t
+      WHERE pg_catalog.to_regclass(pg_catalog.format('%I.%I', $2::text, t)) IS NULL`, [HOST_TABLES, schema]);
   if (rows.length > 0) {
     throw new Error(`subagent-context: kandev's host tables are missing in schema "${schema}": ${rows
       .map((r) => r.name).join(', ')}. Install into the schema that holds kandev's tables (--schema).`);

@@ -27,10 +27,12 @@ DECLARE
   recorded bigint;
   holder record;
   before text := current_setting('lock_timeout');
+  -- The session's schema, read by migrationGuard() before it pinned the search_path of this transaction.
+  session_schema constant text := nullif(current_setting('subagent_context.session_schema', true), '');
 BEGIN
-  IF expected_schema IS NOT NULL AND current_schema() IS DISTINCT FROM expected_schema THEN
+  IF expected_schema IS NOT NULL AND session_schema IS DISTINCT FROM expected_schema THEN
     RAISE EXCEPTION 'subagent-context: this migration''s transaction does not see the search_path node-pg-migrate set for --schema (it sees %, not %), so it changed nothing: node-pg-migrate''s URL goes through a transaction pooler, where its session does not follow its transactions; give it a direct or session-pooled URL, or use `subagent-context up` (docs/install.md)',
-      coalesce(current_schema(), 'no schema'), expected_schema USING ERRCODE = 'lock_not_available';
+      coalesce(session_schema, 'no schema'), expected_schema USING ERRCODE = 'lock_not_available';
   END IF;
   IF lock_id IS NULL THEN
     RAISE EXCEPTION 'subagent-context: subagent_context.migration_guard is not set; this file runs after migrationGuard() sets it';

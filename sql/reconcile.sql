@@ -333,12 +333,13 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
   step record;
-  called timestamp := clock_timestamp() AT TIME ZONE 'UTC';
+  -- A procedure that commits may carry no SET clause: every name qualified (docs/decisions.md#the-trust-boundary).
+  called timestamp := pg_catalog.timezone('UTC', pg_catalog.clock_timestamp());
 BEGIN
   LOOP
     SELECT * INTO step FROM @extschema@.subagent_context_reconcile(called);
     COMMIT;
-    EXIT WHEN step.status IN ('completed', 'current', 'busy', 'read_only', 'not_activated');
+    EXIT WHEN step.status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'current', 'busy', 'read_only', 'not_activated']);
   END LOOP;
 END
 $$;

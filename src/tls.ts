@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { ConnectionOptions } from 'node:tls';
 import pg from 'pg';
 import { UserError } from './errors.js';
+import { pinSearchPath } from './search-path.js';
 
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
 export type SslMode = (typeof SSL_MODES)[number];
@@ -148,7 +149,8 @@ export async function connectClient(url: string, options: pg.ClientConfig = {},
   prepare: (client: pg.Client) => void = (c) => { c.on('error', () => {}); }, env: NodeJS.ProcessEnv = process.env): Promise<pg.Client> {
   const attempts = connectionAttempts(url, env);
   for (const [i, attempt] of attempts.entries()) {
-    const client = new pg.Client({ ...options, ...attempt });
+    // Nothing sent on it resolves a name another role can plant (src/search-path.ts).
+    const client = pinSearchPath(new pg.Client({ ...options, ...attempt }));
     withoutOwnPgpass(client);
     prepare(client);
     try {

@@ -8,7 +8,8 @@
 // up` and `uninstall` tell the migrations (the schema, that the CLI backfills) travels in this process.
 import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
-  deactivateStatements, installedCode, installStatements, migrationGuard, quoteIdent, targetSchema, uninstallStatements,
+  deactivateStatements, installedCode, installStatements, migrationGuard, PIN_SEARCH_PATH, quoteIdent, targetSchema,
+  uninstallStatements,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
@@ -81,7 +82,36 @@ const queue = (pgm, { guard, after }, statements) => {
   if (after) pgm.sql(after);
 };
 
-const select = (pgm) => (text, values) => pgm.db.select(text, values);
+/**
+ * A catalog read of ours, under the pinned search_path (docs/decisions.md#the-trust-boundary). The CLI's
+ * connection pins every transaction itself (src/search-path.ts). Plain node-pg-migrate may be inside its
+ * own transaction here (--single-transaction, its default) or not, and its next migration's guard reads
+ * the session's schema: so the read goes in one string with the pin before it and the search_path put
+ * back after it, the values written in as literals (a string is one implicit transaction, or part of
+ * node-pg-migrate's).
+ */
+const select = (pgm) => async (text, values = []) => {
+  if (cliRun()) return pgm.db.select(text, values);
+  const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, n) => stringLiteral(values[Number(n) - 1]));
+  const results = await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
+${PIN_SEARCH_PATH};
+${read};
+SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent_context.search_path'), true)`);
+  return results[2].rows;
+};
+
+/** A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled). */
+function stringLiteral(value) {
+  if (typeof value !== 'string') throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof value}`);
+  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/**
+ * A statement that runs alone, outside a transaction block: a DO block gets the pin in front, in the same
+ * string (one implicit transaction); what cannot run in one (CREATE INDEX CONCURRENTLY, CALL) names only
+ * pg_catalog and our schema, by hand.
+ */
+const alone = (statement) => (/^(\s*--[^\n]*\n)*\s*DO\b/.test(statement) ? `${PIN_SEARCH_PATH};\n${statement}` : statement);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
 export async function install(pgm) {
@@ -118,7 +148,7 @@ export async function activate(pgm) {
     throw new Error('subagent-context: the first step of health\'s index must be a DO block, to share a transaction with the guard');
   }
   pgm.sql(`${guard({ holdIndexBuilds: true })}\n${first}`);
-  for (const statement of rest) pgm.sql(statement);
+  for (const statement of rest) pgm.sql(alone(statement));
   if (run) {
     run.open = true;
     pgm.sql(`BEGIN;\n${guard()}`);
@@ -129,7 +159,7 @@ export async function activate(pgm) {
   // Then a complete reconciliation, committing after each step.
   pgm.sql(`DO $reconcile$
 BEGIN
-  IF to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
+  IF pg_catalog.to_regprocedure('${quoteIdent(schema).replaceAll("'", "''")}.subagent_context_reconcile(timestamp)') IS NOT NULL THEN
     CALL ${quoteIdent(schema)}.subagent_context_reconcile_all();
   END IF;
 END
