@@ -41,12 +41,13 @@ DECLARE
   -- conflicts with $3, chosen as on the coordinator below against the moment $2, from Citus' views of
   -- every node (citus_locks, citus_stat_activity); never this transaction's own connections. NULL: none.
   worker_holders constant text := $holders$
-    SELECT string_agg(pg_catalog.format('pid %s on worker %s:%s (%s for %s, %s: %s)', h.pid, h.nodename, h.nodeport,
+    SELECT string_agg(pg_catalog.format('pid %s on %s %s:%s (%s for %s, %s: %s)', h.pid,
+             CASE WHEN h.groupid = 0 THEN 'the coordinator' ELSE 'worker' END, h.nodename, h.nodeport,
              coalesce(h.usename::text, '?'),
              coalesce(pg_catalog.to_char(pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - h.xact_start), 'HH24:MI:SS'), '?'),
              coalesce(h.state, '?'), pg_catalog.left(pg_catalog.regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)), '; '
              ORDER BY h.xact_start NULLS LAST, h.nodeport, h.pid) FILTER (WHERE h.evidence = h.best)
-      FROM (SELECT a.*, n.nodename, n.nodeport, e.evidence, min(e.evidence) OVER () AS best
+      FROM (SELECT a.*, n.groupid, n.nodename, n.nodeport, e.evidence, min(e.evidence) OVER () AS best
               FROM pg_catalog.citus_stat_activity AS a
               JOIN pg_catalog.pg_dist_node AS n ON n.nodeid = a.nodeid,
                    LATERAL (SELECT CASE WHEN a.xact_start < $2 AND a.query_start < $2 THEN 1
@@ -57,7 +58,9 @@ DECLARE
                         AND k.global_pid IS DISTINCT FROM pg_catalog.citus_backend_gpid()
                         AND pg_catalog.regexp_replace(k.relation_name, '^.*\.', '') IN (
                               SELECT pg_catalog.regexp_replace(pg_catalog.shard_name($1, s.shardid), '^.*\.', '')
-                                FROM pg_catalog.pg_dist_shard AS s WHERE s.logicalrelid = $1)
+                                FROM pg_catalog.pg_dist_shard AS s WHERE s.logicalrelid = $1
+                              UNION ALL  -- the table itself, on every node with Citus' metadata
+                              SELECT c.relname FROM pg_catalog.pg_class AS c WHERE c.oid = $1)
                         AND CASE k.mode WHEN 'AccessShareLock' THEN $3 = 'ACCESS EXCLUSIVE'
                                         WHEN 'RowShareLock' THEN $3 IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')
                                         ELSE true END)) AS h
@@ -130,13 +133,21 @@ BEGIN
       -- The coordinator's statements wait as they did; on Citus the workers keep the bound (set above).
       PERFORM set_config('lock_timeout', before, true);
       RETURN;
-    EXCEPTION WHEN lock_not_available THEN
+    EXCEPTION WHEN lock_not_available OR internal_error THEN
+      -- Citus takes the coordinator's LOCK on the table's copy on every worker too, over the connection that
+      -- carries its metadata; a lock timeout there comes back as this error (the try rolls back all the same).
+      IF SQLSTATE = 'XX000' THEN
+        IF NOT (distributed AND SQLERRM LIKE 'failure on connection marked as essential%') THEN
+          RAISE;
+        END IF;
+        on_workers := true;
+      END IF;
       IF try >= tries AND on_workers THEN
         -- The sessions on the workers that hold a shard of the table in a mode that conflicts, chosen as on
         -- the coordinator below, from Citus' views of every node (citus_locks, citus_stat_activity); not
         -- this transaction's own connections.
         EXECUTE worker_holders INTO holders USING messages, queued_at, split_part(l, ':', 2);
-        RAISE EXCEPTION 'subagent-context: a shard of %.% on a Citus worker is held by a long transaction (%), so this change did not take its lock there within % in % tries; nothing was changed and kandev''s writers were never held more than %; end or wait out that transaction (on that worker: SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
+        RAISE EXCEPTION 'subagent-context: %.% is held on a Citus worker by a long transaction (%), so this change did not take its lock there within % in % tries; nothing was changed and kandev''s writers were never held more than %; end or wait out that transaction (on that worker: SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
           '@extschema@', blocked, coalesce(holders, 'a session that has since ended'), wait, tries, wait
           USING ERRCODE = 'lock_not_available';
       ELSIF try >= tries THEN
