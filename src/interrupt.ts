@@ -10,6 +10,7 @@ import { formatCount, safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
 import { ownsSession, sendCancel } from './pooler.js';
+import { readInstalled } from './installed.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;
@@ -113,6 +114,12 @@ export async function describeInstallState(admin: pg.Client, schema: string, rer
     keys = rows[0].n;
   }
   if (keys === 2) {
+    // An upgrade of an activated installation: its code is applied in one transaction, which the cancel rolled back.
+    const code = await readInstalled(admin, schema).catch(() => null);
+    if (code && !code.current) {
+      return `the cancelled transaction was rolled back: the installation is left as it was (release ${code.version}, not upgraded), ` +
+        `capture is installed and activated; run \`${rerun}\` again to upgrade.`;
+    }
     return 'the backfill had already committed when the cancel reached it: capture is installed and activated; nothing to rerun.';
   }
   const captured = trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed';
