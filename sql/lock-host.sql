@@ -73,7 +73,7 @@ BEGIN
   END IF;
   IF distributed THEN
     IF pg_catalog.current_setting('citus.propagate_set_commands', true) IS NULL THEN
-      RAISE EXCEPTION 'subagent-context: this Citus cannot bound a wait on its workers (it has no citus.propagate_set_commands), so this change took no lock and changed nothing; use Citus 11 or later (docs/citus.md)'
+      RAISE EXCEPTION 'subagent-context: this Citus cannot bound a wait on its workers (it has no citus.propagate_set_commands), so this change took no lock and changed nothing; upgrade Citus (docs/citus.md#locks-on-the-workers)'
         USING ERRCODE = 'feature_not_supported';
     END IF;
     PERFORM pg_catalog.set_config('citus.propagate_set_commands', 'local', true);
