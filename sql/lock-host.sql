@@ -8,6 +8,18 @@
 -- sleeps (0.5 s more after each try) and tries again. After subagent_context.lock_tries tries (default
 -- 5) it stops with one sentence naming the sessions that hold the table, and the transaction rolls
 -- back: nothing was changed. A lock taken inside the block below stays with the transaction.
+--
+-- On Citus (task_session_messages distributed, docs/citus.md#locks-on-the-workers) the DDL after this runs
+-- on every shard, on the workers, where a lock_timeout set on the coordinator does not reach, and a session
+-- open on a worker (even one that only read a row of a shard) would hold it, and kandev's writes queued
+-- behind it on the coordinator, for as long as it stays open. So there:
+-- - a SET LOCAL lock_timeout, which Citus passes to the workers of this transaction when
+--   citus.propagate_set_commands is 'local', bounds every wait of the rest of the transaction on a worker;
+-- - each try, after the coordinator's lock, takes the same lock on every shard with a statement that
+--   changes nothing (the trigger's ENABLE state set to what it is; DROP DEFAULT of a column that has none),
+--   so the wait for a worker's session happens here, under the same timeout, back-off and retries, and the
+--   sentence names the worker and the session there. A Citus that cannot pass the timeout on is refused
+--   before the first lock.
 DO $lock_host$
 DECLARE
   locks constant text[] := string_to_array(coalesce(nullif(current_setting('subagent_context.host_locks', true), ''),
@@ -21,9 +33,56 @@ DECLARE
   holders text;
   queued_at timestamptz;  -- when the LOCK that timed out began to wait
   before text := current_setting('lock_timeout');
+  messages regclass := to_regclass('@extschema@.task_session_messages');
+  distributed boolean := false;  -- Citus: task_session_messages is a distributed table
+  probe text;                    -- the statement that takes this try's lock on every shard, if any
+  on_workers boolean := false;   -- the try that timed out was waiting on a worker
+  -- On Citus: the sessions on the workers that hold a shard of task_session_messages ($1) in a mode that
+  -- conflicts with $3, chosen as on the coordinator below against the moment $2, from Citus' views of
+  -- every node (citus_locks, citus_stat_activity); never this transaction's own connections. NULL: none.
+  worker_holders constant text := $holders$
+    SELECT string_agg(pg_catalog.format('pid %s on %s %s:%s (%s for %s, %s: %s)', h.pid,
+             CASE WHEN h.groupid = 0 THEN 'the coordinator' ELSE 'worker' END, h.nodename, h.nodeport,
+             coalesce(h.usename::text, '?'),
+             coalesce(pg_catalog.to_char(pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - h.xact_start), 'HH24:MI:SS'), '?'),
+             coalesce(h.state, '?'), pg_catalog.left(pg_catalog.regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)), '; '
+             ORDER BY h.xact_start NULLS LAST, h.nodeport, h.pid) FILTER (WHERE h.evidence = h.best)
+      FROM (SELECT a.*, n.groupid, n.nodename, n.nodeport, e.evidence, min(e.evidence) OVER () AS best
+              FROM pg_catalog.citus_stat_activity AS a
+              JOIN pg_catalog.pg_dist_node AS n ON n.nodeid = a.nodeid,
+                   LATERAL (SELECT CASE WHEN a.xact_start < $2 AND a.query_start < $2 THEN 1
+                                        WHEN a.xact_start < $2 THEN 2 ELSE 3 END AS evidence) AS e
+             WHERE (a.nodeid, a.pid) IN (
+                     SELECT k.nodeid, k.pid FROM pg_catalog.citus_locks AS k
+                      WHERE k.locktype = 'relation' AND k.granted
+                        AND k.global_pid IS DISTINCT FROM pg_catalog.citus_backend_gpid()
+                        AND pg_catalog.regexp_replace(k.relation_name, '^.*\.', '') IN (
+                              SELECT pg_catalog.regexp_replace(pg_catalog.shard_name($1, s.shardid), '^.*\.', '')
+                                FROM pg_catalog.pg_dist_shard AS s WHERE s.logicalrelid = $1
+                              UNION ALL  -- the table itself, on every node with Citus' metadata
+                              SELECT c.relname FROM pg_catalog.pg_class AS c WHERE c.oid = $1)
+                        AND CASE k.mode WHEN 'AccessShareLock' THEN $3 = 'ACCESS EXCLUSIVE'
+                                        WHEN 'RowShareLock' THEN $3 IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')
+                                        ELSE true END)) AS h
+  $holders$;
+  waited_for interval;
 BEGIN
+  IF messages IS NOT NULL AND to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN  -- EXECUTE: only on Citus
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+       INTO distributed USING messages;
+  END IF;
+  IF distributed THEN
+    IF pg_catalog.current_setting('citus.propagate_set_commands', true) IS NULL THEN
+      RAISE EXCEPTION 'subagent-context: this Citus cannot bound a wait on its workers (it has no citus.propagate_set_commands), so this change took no lock and changed nothing; upgrade Citus (docs/citus.md#locks-on-the-workers)'
+        USING ERRCODE = 'feature_not_supported';
+    END IF;
+    PERFORM pg_catalog.set_config('citus.propagate_set_commands', 'local', true);
+    EXECUTE pg_catalog.format('SET LOCAL lock_timeout = %L', wait);
+    waited_for := pg_catalog.current_setting('lock_timeout')::interval;
+  END IF;
   LOOP
     try := try + 1;
+    on_workers := false;
     BEGIN
       PERFORM set_config('lock_timeout', wait, true);
       FOREACH l IN ARRAY locks LOOP
@@ -35,12 +94,63 @@ BEGIN
         IF to_regclass(format('%s.%I', '@extschema@', table_name)) IS NOT NULL THEN
           queued_at := clock_timestamp();
           EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', table_name, split_part(l, ':', 2));
+          IF distributed AND table_name = 'task_session_messages' THEN
+            probe := CASE split_part(l, ':', 2)
+              WHEN 'ACCESS EXCLUSIVE' THEN
+                (SELECT pg_catalog.format('ALTER TABLE %s.%I ALTER COLUMN %I DROP DEFAULT', '@extschema@', table_name, a.attname)
+                   FROM pg_catalog.pg_attribute AS a
+                  WHERE a.attrelid = messages AND a.attnum > 0 AND NOT a.attisdropped AND NOT a.atthasdef AND a.attidentity = ''
+                    AND a.attname <> 'task_session_id'
+                  ORDER BY a.attnum LIMIT 1)
+              ELSE  -- SHARE ROW EXCLUSIVE; before the first install there is no trigger, and nothing to take it with
+                (SELECT pg_catalog.format('ALTER TABLE %s.%I %s TRIGGER subagent_context_capture', '@extschema@', table_name,
+                          CASE t.tgenabled WHEN 'A' THEN 'ENABLE ALWAYS' WHEN 'R' THEN 'ENABLE REPLICA'
+                                           WHEN 'D' THEN 'DISABLE' ELSE 'ENABLE' END)
+                   FROM pg_catalog.pg_trigger AS t
+                  WHERE t.tgrelid = messages AND t.tgname = 'subagent_context_capture')
+            END;
+            on_workers := true;
+            queued_at := clock_timestamp();
+            IF probe IS NOT NULL THEN
+              EXECUTE probe;
+            ELSE
+              -- Nothing takes the lock before the trigger exists: wait, as long as a lock would, until no
+              -- session on a worker holds a shard in a conflicting mode (the CREATE TRIGGER that follows
+              -- waits at most the timeout set above for one that comes after).
+              LOOP
+                EXECUTE worker_holders INTO holders USING messages, queued_at, split_part(l, ':', 2);
+                EXIT WHEN holders IS NULL;
+                IF clock_timestamp() - queued_at >= waited_for THEN
+                  RAISE EXCEPTION 'subagent-context: a shard is held on a worker' USING ERRCODE = 'lock_not_available';
+                END IF;
+                PERFORM pg_catalog.pg_sleep(0.1);
+              END LOOP;
+            END IF;
+            on_workers := false;
+          END IF;
         END IF;
       END LOOP;
+      -- The coordinator's statements wait as they did; on Citus the workers keep the bound (set above).
       PERFORM set_config('lock_timeout', before, true);
       RETURN;
-    EXCEPTION WHEN lock_not_available THEN
-      IF try >= tries THEN
+    EXCEPTION WHEN lock_not_available OR internal_error THEN
+      -- Citus takes the coordinator's LOCK on the table's copy on every worker too, over the connection that
+      -- carries its metadata; a lock timeout there comes back as this error (the try rolls back all the same).
+      IF SQLSTATE = 'XX000' THEN
+        IF NOT (distributed AND SQLERRM LIKE 'failure on connection marked as essential%') THEN
+          RAISE;
+        END IF;
+        on_workers := true;
+      END IF;
+      IF try >= tries AND on_workers THEN
+        -- The sessions on the workers that hold a shard of the table in a mode that conflicts, chosen as on
+        -- the coordinator below, from Citus' views of every node (citus_locks, citus_stat_activity); not
+        -- this transaction's own connections.
+        EXECUTE worker_holders INTO holders USING messages, queued_at, split_part(l, ':', 2);
+        RAISE EXCEPTION 'subagent-context: %.% is held on a Citus worker by a long transaction (%), so this change did not take its lock there within % in % tries; nothing was changed and kandev''s writers were never held more than %; end or wait out that transaction (on that worker: SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
+          '@extschema@', blocked, coalesce(holders, 'a session that has since ended'), wait, tries, wait
+          USING ERRCODE = 'lock_not_available';
+      ELSIF try >= tries THEN
         -- The sessions that held the table through this last try: in a transaction begun before the try
         -- started waiting (queued_at, read just before the LOCK; the timeout's moment less the wait would
         -- also count a writer that queued behind it within the timeout's slack), and with no statement

@@ -1,4 +1,4 @@
-// Ctrl-C (SIGINT) or SIGTERM during a long statement (`up`, `backfill`, `repair`): closing the client is
+// Ctrl-C (SIGINT) or SIGTERM during a long statement (`up`, `backfill`, `repair`, `uninstall`): closing the client is
 // not enough, because a statement the server is running goes on, and commits, after the client is gone.
 // So the running statement is cancelled from a second connection (pg_cancel_backend), its transaction
 // rolls back, the database is read again, and one sentence says what state it is left in; exit 130.
@@ -11,6 +11,7 @@ import { ACTIVATION_KEYS, quoteIdent } from '#sql';
 import { captureTriggerExists } from './db.js';
 import { ownsSession, sendCancel } from './pooler.js';
 import { connectClient } from './tls.js';
+import { readInstalled } from './installed.js';
 
 /** The exit status after an interrupt, as shells report SIGINT (128 + 2). */
 export const INTERRUPTED_EXIT = 130;
@@ -30,7 +31,7 @@ export interface InterruptOptions {
  * has stopped, prints the state sentence and exits 130.
  */
 export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts: InterruptOptions, work: () => Promise<T>): Promise<T> {
-  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  const { rows } = await client.query('SELECT pg_catalog.pg_backend_pid() AS pid');
   const pid: number = rows[0].pid;
   const direct = ownsSession(client, pid);
   const write = opts.write ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -51,14 +52,16 @@ export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts:
         if (direct) await connectAdmin();
         const deadline = Date.now() + CANCEL_FOR_MS;
         while (!settled && Date.now() < deadline) {
-          if (direct) await admin!.query('SELECT pg_cancel_backend($1)', [pid]);
+          // Typed: Citus adds pg_cancel_backend(bigint) beside PostgreSQL's (integer), and `($1)` is ambiguous
+          // there. Cancelling the coordinator's backend cancels what it runs on the workers too.
+          if (direct) await admin!.query('SELECT pg_catalog.pg_cancel_backend($1::integer)', [pid]);
           else sendCancel(client);
           await Promise.race([running.catch(() => {}), new Promise((r) => setTimeout(r, 200))]);
         }
         if (!settled && direct) {
           // Still running (a cancel each time landed between statements): end the session; its open
           // transaction rolls back with it.
-          await admin!.query('SELECT pg_terminate_backend($1)', [pid]);
+          await admin!.query('SELECT pg_catalog.pg_terminate_backend($1::integer)', [pid]);
         }
         // Through a pooler, leaving ends our transaction too: the pooler rolls back, or closes, the server
         // session it was running on.
@@ -94,7 +97,7 @@ export async function cancelOnInterrupt<T>(client: pg.Client, url: string, opts:
 /** Waits until the cancelled backend has left (its rollback done), so the state read after is final. */
 async function waitUntilGone(admin: pg.Client, pid: number): Promise<void> {
   for (let i = 0; i < 50; i++) {
-    const { rows } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+    const { rows } = await admin.query('SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = $1::integer', [pid]);
     if (rows.length === 0) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -112,6 +115,12 @@ export async function describeInstallState(admin: pg.Client, schema: string, rer
     keys = rows[0].n;
   }
   if (keys === 2) {
+    // An upgrade of an activated installation: its code is applied in one transaction, which the cancel rolled back.
+    const code = await readInstalled(admin, schema).catch(() => null);
+    if (code && !code.current) {
+      return `the cancelled transaction was rolled back: the installation is left as it was (release ${code.version}, not upgraded), ` +
+        `capture is installed and activated; run \`${rerun}\` again to upgrade.`;
+    }
     return 'the backfill had already committed when the cancel reached it: capture is installed and activated; nothing to rerun.';
   }
   const captured = trigger ? 'the capture trigger is installed (new subagents are recorded)' : 'the capture trigger is not installed';

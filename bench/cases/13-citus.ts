@@ -6,7 +6,8 @@
 // made since activation, whose rows are deleted before each repair.
 // Reported on each, side by side: the first `up` (install and backfill), the backfill alone (rounds of
 // rows and activation keys dropped, then backfill() again, as case 06), `health --full`'s reconciliation,
-// and `repair` of the deleted rows; and the ratios Citus / plain tables, paired per round.
+// and `repair` of the deleted rows; and the ratios Citus / plain tables, paired per round. Last, kandev's
+// writes while `up` waits behind a transaction open where the rows are (on Citus, on a worker): bench/held-up.ts.
 import type pg from 'pg';
 import { QUICK, open, now, log, summary, pairedRatio, order, type BenchCase, type CaseOutput, type Summary } from '../harness.js';
 import { createCitusDatabase, dropCitusDatabase } from '../../kandev/citus-cluster.js';
@@ -15,6 +16,7 @@ import { afterActivation, writeSubagentCalls } from '../../kandev/subagent-calls
 import { backfill, up } from '../../src/install.js';
 import { reconcileAll } from '../../src/reconcile.js';
 import { runCli } from '../reconcile.js';
+import { upBehindHolder, type HeldUp } from '../held-up.js';
 
 const CALLS = QUICK ? 3_000 : 30_000;
 const SESSIONS = QUICK ? 30 : 300;
@@ -38,6 +40,7 @@ const kase: BenchCase = {
   targets: [
     { name: 'T12 backfill on Citus / on plain tables', metric: 'backfill_ratio', comparator: '<=', limit: 3 },
     { name: 'T12 repair on Citus / on plain tables', metric: 'repair_ratio', comparator: '<=', limit: 3 },
+    { name: 'T12 kandev\'s longest write while up waits behind a worker\'s transaction (ms)', metric: 'citus_held_write_max_ms', comparator: '<=', limit: 2000 },
   ],
   async run(ctx): Promise<CaseOutput> {
     const coordinator = process.env.CITUS_COORDINATOR_URL;
@@ -101,6 +104,21 @@ const kase: BenchCase = {
         }
       }
 
+      // kandev's writes while `up` waits behind a transaction open where the rows are: on Citus, a worker.
+      const held = {} as Record<Store, HeldUp>;
+      const workerOf = async (session: string) => {
+        const { rows: [r] } = await c.citus.query(
+          `SELECT nodename, nodeport FROM citus_shards WHERE table_name = 'task_session_messages'::regclass
+              AND shardid = get_shard_id_for_distribution_column('task_session_messages', $1::text)`, [session]);
+        return citus.urlOn({ host: r.nodename, port: Number(r.nodeport) });
+      };
+      for (const s of STORES) {
+        held[s] = await upBehindHolder(urls[s], s === 'citus' ? workerOf : async () => urls[s], 'held');
+        log(`up behind a transaction open ${s === 'citus' ? 'on a worker' : 'on the server'}: exit ${held[s].up_exit} after ` +
+          `${held[s].up_s.toFixed(1)} s; kandev's ${held[s].writes} writes meanwhile: longest ${held[s].write_max_ms.toFixed(0)} ms, ` +
+          `median ${held[s].write_median_ms.toFixed(0)} ms, ${held[s].writes_failed} failed`);
+      }
+
       const backfillRatio = pairedRatio(backfillSeconds.citus, backfillSeconds.plain);
       const repairRatio = pairedRatio(repairSeconds.citus, repairSeconds.plain);
       const fullRatio = pairedRatio(fullSeconds.citus, fullSeconds.plain);
@@ -119,6 +137,7 @@ const kase: BenchCase = {
           plain_backfill_s: med(backfillSeconds.plain), citus_backfill_s: med(backfillSeconds.citus), backfill_ratio: backfillRatio.median,
           plain_health_full_s: med(fullSeconds.plain), citus_health_full_s: med(fullSeconds.citus), health_full_ratio: fullRatio.median,
           plain_repair_s: med(repairSeconds.plain), citus_repair_s: med(repairSeconds.citus), repair_ratio: repairRatio.median,
+          ...Object.fromEntries(STORES.flatMap((s) => Object.entries(held[s]).map(([k, v]) => [`${s}_held_${k}`, v]))),
         },
         spread,
       };

@@ -173,9 +173,15 @@ export async function uninstall(pgm) {
   queue(pgm, step, uninstallStatements(step.schema));
 }
 
+/**
+ * Deactivation: the activation keys go. Run by `subagent-context uninstall` (always all the way down), it
+ * leaves them to the last transaction, which removes them with the trigger (uninstallStatements runs
+ * deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
+ * installed and activated as it was, never deactivated with its trigger still firing.
+ */
 export async function deactivate(pgm) {
   const step = await prepare(pgm, 'down');
-  queue(pgm, step, deactivateStatements(step.schema));
+  queue(pgm, step, step.run ? [] : deactivateStatements(step.schema));
 }
 
 /**

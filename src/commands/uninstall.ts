@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertSchemaExists, assertWritable, withClient } from '../db.js';
+import { assertSchemaExists, assertWritable, explain, withClient } from '../db.js';
 import { UserError } from '../errors.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
@@ -9,6 +9,7 @@ import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 import { sameRelease } from '../installed.js';
 import { assertInstaller } from '../owner.js';
+import { cancelOnInterrupt } from '../interrupt.js';
 
 export const uninstallCommand: Command = {
   name: 'uninstall',
@@ -40,14 +41,24 @@ Example:
         return 0;
       }
       const dataStatements = dropData ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
-      // --drop-data refuses before anything is removed when the table is kandev's (its first statement).
-      if (dataStatements.length) await client.query(dataStatements[0]);
-      if (before.migrations.length > 0) await migrate(client, ctx.schema, 'down');
-      // What the migrations did not remove (they were never recorded, their bookkeeping was dropped, or a
-      // removal by hand stopped halfway): the same SQL, once more, in one transaction.
-      if (!isEmpty(await inventory(client, ctx.schema))) await removeCode(client, ctx.schema);
-      for (const statement of dataStatements) await client.query(statement);
-      const after = await inventory(client, ctx.schema);
+      // Ctrl-C cancels the statement running (on Citus, with what it runs on the workers) and says what
+      // had been removed; a failure (a lock it could not take) says it too, when anything had been.
+      const after = await cancelOnInterrupt(client, ctx.databaseUrl!, {
+        describe: async (admin) => `uninstall was interrupted: ${await whatChanged(admin, ctx.schema, before)}`,
+      }, async () => {
+        try {
+          // --drop-data refuses before anything is removed when the table is kandev's (its first statement).
+          if (dataStatements.length) await client.query(dataStatements[0]);
+          if (before.migrations.length > 0) await migrate(client, ctx.schema, 'down');
+          // What the migrations did not remove (they were never recorded, their bookkeeping was dropped, or a
+          // removal by hand stopped halfway): the same SQL, once more, in one transaction.
+          if (!isEmpty(await inventory(client, ctx.schema))) await removeCode(client, ctx.schema);
+          for (const statement of dataStatements) await client.query(statement);
+        } catch (err) {
+          throw await withWhatChanged(err, client, ctx.schema, before);
+        }
+        return inventory(client, ctx.schema);
+      });
       if (!isEmpty(after)) {
         throw new UserError(`uninstall left ${describe(after)} in schema "${ctx.schema}", which it does not know how ` +
           'to remove: drop them by hand (docs/uninstall.md, by hand with psql).');
@@ -144,6 +155,33 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
 }
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * What an uninstall stopped part-way had changed, read from the database against `before`: the migrations
+ * down commit one by one, and the last transaction removes the trigger, the keys and the code together
+ * (the CLI's deactivation waits for it, migrations/lib/steps.js), so what is left is whole.
+ */
+export async function whatChanged(c: pg.ClientBase, schema: string, before: Inventory): Promise<string> {
+  const now = await inventory(c, schema);
+  const rerun = 'run `subagent-context uninstall` again to finish';
+  if (isEmpty(now)) return `it had already finished: removed ${describe(difference(before, now))}.`;
+  const capture = now.trigger.length === 0 ? 'the capture trigger is removed'
+    : now.keys.length === ACTIVATION_KEYS.length ? 'capture is still installed and activated'
+      : 'the capture trigger is still installed, and capture is not activated';
+  const removed = difference(before, now);
+  if (Object.keys(removed).length === 0) return `the transaction running was rolled back and nothing was removed: ${capture}; ${rerun}.`;
+  return `the transaction running was rolled back; before it, uninstall had removed ${describe(removed)} (committed): ${capture}; ${rerun}.`;
+}
+
+/** An error that stopped an uninstall, with what had been removed before it, when anything had. */
+async function withWhatChanged(err: unknown, client: pg.Client, schema: string, before: Inventory): Promise<unknown> {
+  const now = await inventory(client, schema).catch(() => null);
+  if (!now || Object.keys(difference(before, now)).length === 0) return err;
+  const explained = explain(err);
+  // The sentence of the transaction that failed speaks for that transaction only.
+  const sentence = explained.message.replace(/[.\s]+$/, '').replace('nothing was changed', 'that transaction was rolled back');
+  return new UserError(`${sentence}; ${await whatChanged(client, schema, before)}`);
+}
 
 /** What the first migration's down does (migrations/lib/steps.js uninstall), in one transaction. */
 async function removeCode(client: pg.Client, schema: string): Promise<void> {

@@ -1,0 +1,90 @@
+// A transaction open on a Citus worker, on a shard of task_session_messages, while `uninstall` or `up` runs
+// on the coordinator (docs/citus.md#locks-on-the-workers): each ends by itself, exit 3, naming that session
+// and its worker, and kandev's writes through the coordinator are never held by us for more than about a
+// second. On 4259581 both waited for as long as the worker's transaction stayed open (the DDL on the shard
+// was queued there, where the coordinator's lock_timeout does not reach), and every probe write through the
+// coordinator hit its 20 s statement_timeout meanwhile.
+//
+// The bound on the probe's longest write is a correctness bound with room for a loaded machine, not a
+// benchmark (bench/cases/13-citus.ts measures it).
+import { beforeAll, describe, expect, it } from 'vitest';
+import { freshCitusDatabase } from '../helpers/citus.js';
+import { holdOnWorker, probeWriter } from '../helpers/citus-holders.js';
+import { builtCli, runCli } from '../helpers/cli.js';
+
+const db = await freshCitusDatabase('worker_holder', 'citus/worker-holder.test.ts');
+const cli = builtCli();
+/** Longest a probe write may take: about a second per try of ours, with room for a loaded machine. */
+const PROBE_BOUND_MS = 4_000;
+
+/** Runs `subagent-context <args>` behind `kind` open on the worker of the probe writer's shard. */
+async function behindWorkerTransaction(args: string[], kind: 'reader' | 'writer', key: string) {
+  const probe = await probeWriter(db!, key);
+  const holder = await holdOnWorker(db!, probe.session, kind);
+  const t0 = performance.now();
+  try {
+    const r = await runCli(cli, [...args, '--database-url', db!.url]);
+    return { ...r, seconds: (performance.now() - t0) / 1000, probe: await probe.stop(), holder };
+  } finally {
+    await probe.stop();
+    await holder.end();
+  }
+}
+
+const state = async () => (await db!.query(
+  `SELECT (SELECT count(*)::int FROM public.kandev_meta WHERE key LIKE 'subagent_context_%') AS keys,
+          EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname = 'subagent_context_capture') AS trigger`)).rows[0];
+
+describe.skipIf(!db)('a transaction open on a Citus worker', () => {
+  beforeAll(async () => {
+    await db!.createHost();
+    expect((await db!.up()).backfill.status).toBe('activated');
+  }, 300_000);
+
+  it('uninstall behind a reader: exit 3 within 30 s naming it, kandev never held, capture left as it was', async () => {
+    const r = await behindWorkerTransaction(['uninstall'], 'reader', 'un');
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.seconds).toBeLessThan(30);
+    expect(r.stderr).toContain(`pid ${r.holder.pid} on worker ${r.holder.node}`);
+    expect(r.stderr).toMatch(/idle in transaction: SELECT count\(\*\) FROM public\.task_session_messages/);
+    expect(r.probe.failed, JSON.stringify(r.probe)).toBe(0);
+    expect(r.probe.worstMs, JSON.stringify(r.probe)).toBeLessThan(PROBE_BOUND_MS);
+    // Truthful about what had committed (on 4259581 the keys were gone and it said "nothing was changed").
+    expect(r.stderr).not.toMatch(/nothing was changed/);
+    expect(r.stderr).toMatch(/capture is still installed and activated/);
+    expect(await state()).toEqual({ keys: 2, trigger: true });
+    // Once the worker's transaction has ended, uninstall goes through.
+    const again = await runCli(cli, ['uninstall', '--database-url', db!.url]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(await state()).toEqual({ keys: 0, trigger: false });
+  }, 120_000);
+
+  it('up behind a writer, as a first install and as an upgrade: exit 3 within 30 s naming it, kandev never held', async () => {
+    // A first install: no trigger on the shards yet to take the lock with; the wait is bounded all the same.
+    const first = await behindWorkerTransaction(['up'], 'writer', 'up1');
+    expect(first.code, first.stderr).toBe(3);
+    expect(first.seconds).toBeLessThan(30);
+    expect(first.stderr).toContain(`pid ${first.holder.pid} on worker ${first.holder.node}`);
+    expect(first.stderr).toMatch(/idle in transaction: UPDATE public\.task_session_messages/);
+    expect(first.stderr).toMatch(/nothing was changed/);
+    expect(first.probe.failed, JSON.stringify(first.probe)).toBe(0);
+    expect(first.probe.worstMs, JSON.stringify(first.probe)).toBeLessThan(PROBE_BOUND_MS);
+    expect(await state()).toEqual({ keys: 0, trigger: false });
+    const installed = await runCli(cli, ['up', '--database-url', db!.url]);
+    expect(installed.code, installed.stderr).toBe(0);
+
+    // An upgrade: the code layer is applied again, re-creating the trigger on every shard.
+    await db!.query(`UPDATE public.subagent_context_installed SET code_digest = 'an earlier build'`);
+    const upgrade = await behindWorkerTransaction(['up'], 'writer', 'up2');
+    expect(upgrade.code, upgrade.stderr).toBe(3);
+    expect(upgrade.seconds).toBeLessThan(30);
+    expect(upgrade.stderr).toContain(`pid ${upgrade.holder.pid} on worker ${upgrade.holder.node}`);
+    expect(upgrade.probe.failed, JSON.stringify(upgrade.probe)).toBe(0);
+    expect(upgrade.probe.worstMs, JSON.stringify(upgrade.probe)).toBeLessThan(PROBE_BOUND_MS);
+    expect(await state()).toEqual({ keys: 2, trigger: true });
+    const upgraded = await runCli(cli, ['up', '--database-url', db!.url]);
+    expect(upgraded.code, upgraded.stderr).toBe(0);
+    expect((await db!.query(`SELECT code_digest FROM public.subagent_context_installed`)).rows[0].code_digest)
+      .not.toBe('an earlier build');
+  }, 180_000);
+});
