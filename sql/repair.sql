@@ -125,8 +125,7 @@ BEGIN
 END
 $$;
 
--- One batch of failed captures since activation that have not been replayed and are not classified,
--- oldest first, after the cursor (NULL: from the start), one message at a time (docs/reliability.md#replay):
+-- Replays one failed capture (docs/reliability.md#replay), in the caller's transaction:
 -- - the message is read as it is now and, if it still qualifies, its row derived and merged through the
 --   same subagent_merge_message() as capture, under the execution id capture had resolved;
 -- - then the message is read again, with the row locked by that merge: a newer frame committed between the
@@ -136,22 +135,18 @@ $$;
 -- - only then the failure is marked replayed. A message that is gone or no longer qualifies has nothing
 --   to replay and is marked too. A key no btree entry can hold, or a write that fails on the data itself
 --   (SQLSTATE class 22 or 54), is classified once (stays_because) and not retried by later runs; a row
---   still held (lock_timeout 100 ms) or any other fault leaves the failure for a later run (unreplayed).
--- A row merged here is held until the batch commits, so a capture of it waits that long: the batch ends
--- 50 ms after its first merge, and before reading a large document once it holds a row (that read may
--- take long). Nothing volatile is in a statement on a distributed table (Citus refuses it): the clock is
--- read into a variable first. Returns the cursor of the next batch; more: there may be one.
-CREATE FUNCTION @extschema@.subagent_context_replay_failures(
-  after_occurred_at timestamp DEFAULT NULL, after_id bigint DEFAULT NULL,
-  OUT replayed bigint, OUT unreplayed bigint, OUT next_occurred_at timestamp, OUT next_id bigint, OUT more boolean,
-  OUT classified bigint)
+--   still held (lock_timeout 100 ms) or any other fault leaves the failure for a later run.
+-- The merged row is held until the caller commits: the CLI commits each replay on its own; a caller that
+-- already holds rows passes holding, and a large document is then left for its next transaction (reading
+-- it may take long). Nothing volatile is in a statement on a distributed table (Citus refuses it): the
+-- clock is read into a variable first. outcome: 'replayed', 'classified', 'unreplayed', or 'later'.
+CREATE FUNCTION @extschema@.subagent_context_replay_failure(failure_id bigint, failure_session text,
+  holding boolean DEFAULT false, OUT outcome text)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '100ms'
 AS $$
 DECLARE
-  since timestamp := @extschema@.subagent_context_repairable();
-  batch integer := @extschema@.subagent_context_batch_messages();
   f record;
   m record;
   again record;
@@ -159,88 +154,136 @@ DECLARE
   doc jsonb;
   execution text;
   now_utc timestamp;
-  holding_since timestamp;
-  outcome text;
+  merged text;
   reason text;
-  fault text;
-  n integer := 0;
 BEGIN
   PERFORM @extschema@.subagent_context_bound_worker_waits();
-  replayed := 0; unreplayed := 0; classified := 0; more := false;
-  FOR f IN
-    SELECT x.id, x.occurred_at, x.task_session_id, x.message_id, x.agent_execution_id
+  SELECT x.id, x.task_session_id, x.message_id, x.agent_execution_id INTO f
+    FROM @extschema@.subagent_context_failures AS x
+   WHERE x.id = failure_id AND x.task_session_id IS NOT DISTINCT FROM failure_session
+     AND x.replayed_at IS NULL AND x.stays_because IS NULL;
+  IF NOT FOUND THEN
+    outcome := 'replayed';  -- replayed meanwhile (another repair)
+    RETURN;
+  END IF;
+  SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO m
+    FROM @extschema@.task_session_messages AS mm
+   WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
+  IF holding AND octet_length(m.metadata) > 262144 THEN
+    outcome := 'later';
+    RETURN;
+  END IF;
+  BEGIN
+    FOR attempt IN 1..3 LOOP
+      doc := CASE WHEN @extschema@.subagent_may_qualify(m.metadata) THEN @extschema@.subagent_parse_metadata(m.metadata) END;
+      execution := coalesce(f.agent_execution_id, @extschema@.subagent_execution_id(doc, NULL));
+      now_utc := clock_timestamp() AT TIME ZONE 'UTC';
+      SELECT * INTO d FROM @extschema@.derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, doc,
+                             coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution);
+      IF NOT FOUND THEN
+        merged := 'nothing to replay';  -- gone, no longer a subagent call, or no identity
+        EXIT;
+      END IF;
+      -- The unique key's btree entry holds about 2.7 kB (the store leaves such keys out the same way).
+      IF octet_length(d.task_session_id) + octet_length(d.agent_execution_id) + octet_length(d.tool_call_id) > 2600
+         OR octet_length(d.task_id) > 2600 THEN
+        reason := 'key_too_long';
+        EXIT;
+      END IF;
+      PERFORM @extschema@.subagent_context_pause('replay: before merge');
+      PERFORM @extschema@.subagent_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
+                coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution, 'backfill');
+      SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO again
+        FROM @extschema@.task_session_messages AS mm
+       WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
+      IF (again.metadata, again.task_id, again.turn_id, again.created_at, again.updated_at)
+         IS NOT DISTINCT FROM (m.metadata, m.task_id, m.turn_id, m.created_at, m.updated_at) THEN
+        merged := 'merged';
+        EXIT;
+      END IF;
+      m := again;  -- a newer frame was committed meanwhile: merge it too, under the lock we now hold
+    END LOOP;
+    PERFORM @extschema@.subagent_context_pause('replay: after merge');
+  EXCEPTION WHEN OTHERS THEN
+    merged := NULL;
+    IF left(SQLSTATE, 2) IN ('22', '54') THEN
+      reason := 'value_not_storable';
+    END IF;
+  END;
+  now_utc := clock_timestamp() AT TIME ZONE 'UTC';
+  IF merged IS NOT NULL THEN
+    UPDATE @extschema@.subagent_context_failures AS x SET replayed_at = now_utc
+     WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
+    outcome := 'replayed';
+  ELSIF reason IS NOT NULL THEN
+    UPDATE @extschema@.subagent_context_failures AS x SET stays_because = reason
+     WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
+    outcome := 'classified';
+  ELSE
+    outcome := 'unreplayed';  -- held, or changed three times while we merged: the next run
+  END IF;
+END
+$$;
+
+-- The failed captures since activation still to replay (not replayed, not classified), oldest first,
+-- after the cursor (NULL: from the start), at most `count`: what the CLI replays one by one. Internal.
+CREATE FUNCTION @extschema@.subagent_context_failures_to_replay(
+  after_occurred_at timestamp, after_id bigint, count integer)
+RETURNS TABLE (id bigint, task_session_id text, occurred_at timestamp)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  since timestamp := @extschema@.subagent_context_repairable();
+BEGIN
+  RETURN QUERY
+    SELECT x.id, x.task_session_id, x.occurred_at::timestamp
       FROM @extschema@.subagent_context_failures AS x
      WHERE x.occurred_at >= since AND x.replayed_at IS NULL AND x.stays_because IS NULL
        AND (x.occurred_at, x.id) > (coalesce(after_occurred_at, '-infinity'), coalesce(after_id, -1))
      ORDER BY x.occurred_at, x.id
-     LIMIT batch
-  LOOP
+     LIMIT count;
+END
+$$;
+
+-- One batch of failed captures to replay (subagent_context_failures_to_replay()), each through
+-- subagent_context_replay_failure(), in the caller's one transaction, for a caller of SQL: a row it merged
+-- is held until that commits, so the batch ends 50 ms after its first merge. Returns the cursor of the next
+-- batch; more: there may be one. (`repair` replays each failure in a transaction of its own.)
+CREATE FUNCTION @extschema@.subagent_context_replay_failures(
+  after_occurred_at timestamp DEFAULT NULL, after_id bigint DEFAULT NULL,
+  OUT replayed bigint, OUT unreplayed bigint, OUT next_occurred_at timestamp, OUT next_id bigint, OUT more boolean,
+  OUT classified bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  batch integer := least(@extschema@.subagent_context_batch_messages(), 200);
+  f record;
+  outcome text;
+  holding_since timestamp;
+  n integer := 0;
+BEGIN
+  replayed := 0; unreplayed := 0; classified := 0; more := false;
+  FOR f IN SELECT * FROM @extschema@.subagent_context_failures_to_replay(after_occurred_at, after_id, batch) LOOP
     IF holding_since IS NOT NULL AND clock_timestamp() - holding_since > interval '50 milliseconds' THEN
       more := true;
       RETURN;
     END IF;
-    SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO m
-      FROM @extschema@.task_session_messages AS mm
-     WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
-    IF holding_since IS NOT NULL AND octet_length(m.metadata) > 262144 THEN
+    outcome := @extschema@.subagent_context_replay_failure(f.id, f.task_session_id, holding_since IS NOT NULL);
+    IF outcome = 'later' THEN
       more := true;
       RETURN;
     END IF;
     n := n + 1;
     next_occurred_at := f.occurred_at;
     next_id := f.id;
-    outcome := NULL; reason := NULL;
-    BEGIN
-      FOR attempt IN 1..3 LOOP
-        doc := CASE WHEN @extschema@.subagent_may_qualify(m.metadata) THEN @extschema@.subagent_parse_metadata(m.metadata) END;
-        execution := coalesce(f.agent_execution_id, @extschema@.subagent_execution_id(doc, NULL));
-        now_utc := clock_timestamp() AT TIME ZONE 'UTC';
-        SELECT * INTO d FROM @extschema@.derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, doc,
-                               coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution);
-        IF NOT FOUND THEN
-          outcome := 'nothing to replay';  -- gone, no longer a subagent call, or no identity
-          EXIT;
-        END IF;
-        -- The unique key's btree entry holds about 2.7 kB (the store leaves such keys out the same way).
-        IF octet_length(d.task_session_id) + octet_length(d.agent_execution_id) + octet_length(d.tool_call_id) > 2600
-           OR octet_length(d.task_id) > 2600 THEN
-          reason := 'key_too_long';
-          EXIT;
-        END IF;
-        PERFORM @extschema@.subagent_context_pause('replay: before merge');
-        PERFORM @extschema@.subagent_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
-                  coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution, 'backfill');
-        holding_since := coalesce(holding_since, clock_timestamp());
-        SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO again
-          FROM @extschema@.task_session_messages AS mm
-         WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
-        IF (again.metadata, again.task_id, again.turn_id, again.created_at, again.updated_at)
-           IS NOT DISTINCT FROM (m.metadata, m.task_id, m.turn_id, m.created_at, m.updated_at) THEN
-          outcome := 'merged';
-          EXIT;
-        END IF;
-        m := again;  -- a newer frame was committed meanwhile: merge it too, under the lock we now hold
-      END LOOP;
-      PERFORM @extschema@.subagent_context_pause('replay: after merge');
-    EXCEPTION WHEN OTHERS THEN
-      fault := SQLSTATE;
-      outcome := NULL;
-      IF left(fault, 2) IN ('22', '54') THEN
-        reason := 'value_not_storable';
-      END IF;
-    END;
-    now_utc := clock_timestamp() AT TIME ZONE 'UTC';
-    IF outcome IS NOT NULL THEN
-      UPDATE @extschema@.subagent_context_failures AS x SET replayed_at = now_utc
-       WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
-      replayed := replayed + 1;
-    ELSIF reason IS NOT NULL THEN
-      UPDATE @extschema@.subagent_context_failures AS x SET stays_because = reason
-       WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
-      classified := classified + 1;
-    ELSE
-      unreplayed := unreplayed + 1;  -- held, or changed three times while we merged: the next run
-    END IF;
+    holding_since := coalesce(holding_since, clock_timestamp());
+    CASE outcome
+      WHEN 'replayed' THEN replayed := replayed + 1;
+      WHEN 'classified' THEN classified := classified + 1;
+      ELSE unreplayed := unreplayed + 1;
+    END CASE;
   END LOOP;
   more := n = batch;
 END

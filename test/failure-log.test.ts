@@ -117,7 +117,7 @@ describe('a document larger than capture_max_bytes', async () => {
     await writer.end();
     expect(await q(`SELECT count(*)::int AS n FROM large.subagent_context_failures WHERE replayed_at IS NULL`)).toEqual([{ n: 0 }]);
     expect((await storedAndDerived('large', 'toolu_large')).stored).toMatchObject([{ total_tokens: 20n }]);
-  });
+  }, 300_000);
 
   it('a bad value of the limit means the default: kandev\'s write never fails on it', async () => {
     const writer = await db.connect();
@@ -126,6 +126,6 @@ describe('a document larger than capture_max_bytes', async () => {
     await writer.end();
     expect(await q(`SELECT message FROM large.subagent_context_failures WHERE replayed_at IS NULL`))
       .toEqual([{ message: expect.stringContaining('(4194304)') }]);
-  });
+  }, 300_000);
 });
 

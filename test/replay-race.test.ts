@@ -36,7 +36,7 @@ async function storedAndDerived(schema: string, call: string) {
 async function until(pid: number, what: string, matches: (a: { wait_event_type: string | null; wait_event: string | null }) => boolean) {
   for (const end = Date.now() + 30_000; Date.now() < end; await sleep(3)) {
     const [a] = await q(`SELECT wait_event_type, wait_event FROM pg_stat_activity WHERE pid = $1`, [pid]);
-    if (a && matches(a)) return;
+    if (a && matches(a as { wait_event_type: string | null; wait_event: string | null })) return;
   }
   throw new Error(`backend ${pid} never ${what}`);
 }

@@ -116,17 +116,21 @@ export function staysSentences(stays: Stays, shortfall: number): string[] {
 /** Failed captures replayed, then missing keys stored, batch after batch (each its own transaction), counting into `done`. */
 async function repair(client: pg.Client, schema: string, done: Done, stream?: NodeJS.WriteStream): Promise<void> {
   const s = quoteIdent(schema);
+  // Each failure is replayed in a transaction of its own, committed right after its merge: the row it
+  // merged is held for no longer than that (docs/reliability.md#replay).
   let cursor: unknown[] = [null, null];
   for (;;) {
-    const { rows: [b] } = await inStep(client, () => client.query(
-      `SELECT replayed::float8 AS replayed, unreplayed::float8 AS unreplayed, classified::float8 AS classified,
-              next_occurred_at::text, next_id::text, more
-         FROM ${s}.subagent_context_replay_failures($1::timestamp, $2::bigint)`, cursor));
-    done.replayed += b.replayed;
-    done.classified += b.classified;
-    done.unreplayed += b.unreplayed;
-    if (!b.more) break;
-    cursor = [b.next_occurred_at, b.next_id];
+    const { rows: page } = await client.query(
+      `SELECT id::text, task_session_id, occurred_at::text FROM ${s}.subagent_context_failures_to_replay($1::timestamp, $2::bigint, 500)`, cursor);
+    for (const f of page) {
+      const { rows: [r] } = await inStep(client, () => client.query(
+        `SELECT outcome FROM ${s}.subagent_context_replay_failure($1::bigint, $2::text)`, [f.id, f.task_session_id]));
+      if (r.outcome === 'replayed') done.replayed += 1;
+      else if (r.outcome === 'classified') done.classified += 1;
+      else done.unreplayed += 1;
+    }
+    if (page.length < 500) break;
+    cursor = [page.at(-1).occurred_at, page.at(-1).id];
   }
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
   cursor = [null, null];

@@ -29,5 +29,5 @@ describe.skipIf(!db)('repair on Citus beside 8 writers of the frames it repairs'
     expect(wrote.frames).toBeGreaterThan(0);
     expect(await afterRepair(c, 'public', WORKLOAD, since), r.stdout).toEqual({ missing: 0, stale: 0, failedDuringRepair: [], unreplayed: 0 });
     console.log(`repair on Citus beside 8 writers: ${JSON.stringify(JSON.parse(r.stdout))}; ${wrote.frames} frames written meanwhile`);
-  }, 900_000);
+  }, 1_800_000);
 });
