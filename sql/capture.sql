@@ -53,6 +53,32 @@ BEGIN
 END
 $$;
 
+-- Records a failed or deferred capture of a message (docs/reliability.md#failure-log): one open row per
+-- message. A message whose failure is not replayed yet gets its occurrence counted and its latest cause on
+-- that row; otherwise a new row. Writers of one message hold its row lock while they record, so two of
+-- them never both insert. Internal (the trigger).
+CREATE FUNCTION @extschema@.subagent_context_record_failure(
+  message_session_id text, call_id text, failed_message_id text, execution_id text,
+  fault_state text, fault_message text, fault_detail text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  now_utc timestamp := clock_timestamp() AT TIME ZONE 'UTC';
+BEGIN
+  UPDATE @extschema@.subagent_context_failures AS f
+     SET occurrences = f.occurrences + 1, last_occurred_at = now_utc, tool_call_id = coalesce(call_id, f.tool_call_id),
+         agent_execution_id = execution_id, sqlstate = fault_state, message = fault_message, detail = fault_detail
+   WHERE f.message_id = failed_message_id AND f.replayed_at IS NULL
+     AND f.task_session_id = message_session_id;  -- the distribution column on Citus: one shard
+  IF NOT FOUND THEN
+    INSERT INTO @extschema@.subagent_context_failures
+      (occurred_at, task_session_id, tool_call_id, message_id, agent_execution_id, sqlstate, message, detail)
+    VALUES (now_utc, message_session_id, call_id, failed_message_id, execution_id, fault_state, fault_message, fault_detail);
+  END IF;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.capture_subagent_message()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -72,6 +98,18 @@ DECLARE
   fault_detail   text;
 BEGIN
   BEGIN
+    -- A document too large to parse within kandev's budget is not parsed here: its capture is recorded as
+    -- deferred and `repair` completes it (docs/reliability.md#large-documents). octet_length of a stored
+    -- value reads its header, not the document; the limit is read only past 1 MB, its lowest value.
+    IF octet_length(NEW.metadata) > 1048576
+       AND octet_length(NEW.metadata) > @extschema@.subagent_context_capture_max_bytes() THEN
+      counted := nextval('@extschema@.subagent_context_attempted_seq') + nextval('@extschema@.subagent_context_failed_seq');
+      PERFORM @extschema@.subagent_context_record_failure(NEW.task_session_id, NULL, NEW.id,
+        nullif(current_setting('subagent_context.agent_execution_id', true), ''), '54000',
+        format('capture deferred: a document of %s bytes is larger than subagent_context.capture_max_bytes (%s); `repair` stores its row',
+               octet_length(NEW.metadata), @extschema@.subagent_context_capture_max_bytes()), NULL);
+      RETURN NULL;
+    END IF;
     doc := NEW.metadata::jsonb;
     IF NOT @extschema@.subagent_qualifies(doc) THEN
       RETURN NULL;
@@ -112,10 +150,8 @@ BEGIN
       IF anomalous THEN
         PERFORM nextval('@extschema@.subagent_context_anomalous_value_seq');
       END IF;
-      INSERT INTO @extschema@.subagent_context_failures
-        (task_session_id, tool_call_id, message_id, agent_execution_id, sqlstate, message, detail)
-      VALUES (NEW.task_session_id, call_id, NEW.id, call_execution, fault_state, fault_message,
-              nullif(fault_detail, ''));
+      PERFORM @extschema@.subagent_context_record_failure(NEW.task_session_id, call_id, NEW.id, call_execution,
+                fault_state, fault_message, nullif(fault_detail, ''));
     EXCEPTION WHEN OTHERS THEN
       RAISE WARNING 'subagent-context: could not record that failure either (SQLSTATE %): %', SQLSTATE, SQLERRM;
     END;

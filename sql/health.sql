@@ -155,9 +155,12 @@ BEGIN
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;
 
-  -- Failures recorded since activation that `repair` has not replayed yet.
+  -- Failures recorded since activation that `repair` has not replayed yet and can still replay (rows that
+  -- may differ from their messages); the ones it classified for good are counted apart
+  -- (subagent_context_repair_leftovers()).
   SELECT count(*) INTO failures
-    FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since AND f.replayed_at IS NULL;
+    FROM @extschema@.subagent_context_failures AS f
+   WHERE f.occurred_at >= since AND f.replayed_at IS NULL AND f.stays_because IS NULL;
 
   status := coalesce(status, CASE WHEN shortfall > 0 THEN 'shortfall'
                                   WHEN last_observed_at IS NULL THEN 'idle'

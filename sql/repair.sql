@@ -1,8 +1,10 @@
 -- Repair (docs/health.md#on-a-shortfall): the backfill's derivation applied to what health finds missing,
 -- and the replay of failed captures. Public interface, installing role only: subagent_context_repair()
 -- and subagent_context_replay_failures(), each one bounded batch per call (the CLI calls them until there
--- is nothing left). Each batch is one short transaction; it waits at most 100 ms for a row that a
--- transaction of kandev still holds (subagent_store_history_waiting()), so no capture waits on it longer.
+-- is nothing left). Each batch is one short transaction that holds a row it wrote for less than capture's
+-- own 200 ms wait (subagent_context.repair_keys keys per store; a replay batch ends 50 ms after its first
+-- merge); it waits at most 100 ms for a row that a transaction of kandev still holds
+-- (subagent_store_history_waiting()), so no capture waits on it longer (docs/reliability.md#repair).
 
 -- Refuses, in one sentence, what repair cannot do here.
 CREATE FUNCTION @extschema@.subagent_context_repairable()
@@ -49,7 +51,7 @@ SET jit = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_repairable();
-  batch integer := @extschema@.subagent_context_batch_messages();
+  batch integer := @extschema@.subagent_context_repair_keys();
   keys record;
   dense boolean;
   got record;
@@ -83,6 +85,15 @@ BEGIN
                                      WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
                                      LIMIT 2 * $3 + 1) AS w
   $q$ INTO dense USING keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', keys.n;
+  next_created_at := keys.instants[keys.n];
+  next_key := keys.keys[keys.n];
+  -- Counted before the store: from the store's first insert to the commit, a capture of a row it stored
+  -- waits for this transaction, so nothing that can wait goes after it but what it must.
+  IF before_created_at IS NULL THEN
+    SELECT count(*) INTO pending FROM @extschema@.subagent_context_missing_keys AS m
+     WHERE m.capture_since = since AND m.message_created_at <= next_created_at
+       AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
+  END IF;
   IF dense THEN
     SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(
       keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', NULL, NULL, NULL, 'skip');
@@ -94,68 +105,217 @@ BEGIN
   -- The batch's keys that have their row now leave the record (health would drop them on its next call).
   SELECT * INTO got FROM @extschema@.subagent_context_resolved_keys(since, keys.sessions, keys.calls, keys.instants);
   PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
-  next_created_at := keys.instants[keys.n];
-  next_key := keys.keys[keys.n];
-  IF before_created_at IS NULL THEN
-    SELECT count(*) INTO pending FROM @extschema@.subagent_context_missing_keys AS m
-     WHERE m.capture_since = since AND m.message_created_at <= next_created_at
-       AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
+END
+$$;
+
+-- A point where a test holds the replay (subagent_context.pause_at names the point; the test holds an
+-- advisory lock and releases it when it has done what it must do meanwhile): the orderings of a replay and
+-- a live frame are forced, not slept into. Nothing happens unless that setting names the point. Waits by
+-- trying, so the caller's lock_timeout does not end the pause. Internal.
+CREATE FUNCTION @extschema@.subagent_context_pause(point text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  IF current_setting('subagent_context.pause_at', true) = point THEN
+    WHILE NOT pg_try_advisory_xact_lock_shared(hashtext('subagent_context.pause'), hashtext(point)) LOOP
+      PERFORM pg_sleep(0.005);
+    END LOOP;
   END IF;
 END
 $$;
 
--- One batch of failed captures since activation that have not been replayed, oldest first, after the
--- cursor (NULL: from the start): each message's row re-derived from the message as it is now and merged
--- into its row under the merge rules, through the same subagent_merge_message() as capture, under the
--- execution id capture had resolved; then marked replayed. A message that is gone or no longer qualifies
--- has nothing to replay and is marked too; one whose row a transaction still holds, or whose write fails
--- again, is left for a later run (unreplayed). Returns the cursor of the next batch; more: there may be one.
-CREATE FUNCTION @extschema@.subagent_context_replay_failures(
-  after_occurred_at timestamp DEFAULT NULL, after_id bigint DEFAULT NULL,
-  OUT replayed bigint, OUT unreplayed bigint, OUT next_occurred_at timestamp, OUT next_id bigint, OUT more boolean)
+-- Replays one failed capture (docs/reliability.md#replay), in the caller's transaction:
+-- - the message is read as it is now and, if it still qualifies, its row derived and merged through the
+--   same subagent_merge_message() as capture, under the execution id capture had resolved;
+-- - then the message is read again, with the row locked by that merge: a newer frame committed between the
+--   read and the merge (its capture merged before ours, so ours put an older snapshot over it) is merged
+--   again, so the row ends as the message is at the merge; a frame written after the merge waits for this
+--   row and merges after it, as any two frames do;
+-- - only then the failure is marked replayed. A message that is gone or no longer qualifies has nothing
+--   to replay and is marked too. A key no btree entry can hold, or a write that fails on the data itself
+--   (SQLSTATE class 22 or 54), is classified once (stays_because) and not retried by later runs; a row
+--   still held (lock_timeout 100 ms) or any other fault leaves the failure for a later run.
+-- The merged row is held until the caller commits: the CLI commits each replay on its own; a caller that
+-- already holds rows passes holding, and a large document is then left for its next transaction (reading
+-- it may take long). Nothing volatile is in a statement on a distributed table (Citus refuses it): the
+-- clock is read into a variable first. outcome: 'replayed', 'classified', 'unreplayed', or 'later'.
+CREATE FUNCTION @extschema@.subagent_context_replay_failure(failure_id bigint, failure_session text,
+  holding boolean DEFAULT false, OUT outcome text)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '100ms'
 AS $$
 DECLARE
-  since timestamp := @extschema@.subagent_context_repairable();
-  batch integer := @extschema@.subagent_context_batch_messages();
   f record;
   m record;
+  again record;
+  d record;
   doc jsonb;
-  n integer := 0;
+  execution text;
+  now_utc timestamp;
+  merged text;
+  reason text;
 BEGIN
   PERFORM @extschema@.subagent_context_bound_worker_waits();
-  replayed := 0; unreplayed := 0;
-  FOR f IN
-    SELECT x.id, x.occurred_at, x.task_session_id, x.message_id, x.agent_execution_id
+  SELECT x.id, x.task_session_id, x.message_id, x.agent_execution_id INTO f
+    FROM @extschema@.subagent_context_failures AS x
+   WHERE x.id = failure_id AND x.task_session_id IS NOT DISTINCT FROM failure_session
+     AND x.replayed_at IS NULL AND x.stays_because IS NULL;
+  IF NOT FOUND THEN
+    outcome := 'replayed';  -- replayed meanwhile (another repair)
+    RETURN;
+  END IF;
+  SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO m
+    FROM @extschema@.task_session_messages AS mm
+   WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
+  IF holding AND octet_length(m.metadata) > 262144 THEN
+    outcome := 'later';
+    RETURN;
+  END IF;
+  BEGIN
+    FOR attempt IN 1..3 LOOP
+      doc := CASE WHEN @extschema@.subagent_may_qualify(m.metadata) THEN @extschema@.subagent_parse_metadata(m.metadata) END;
+      execution := coalesce(f.agent_execution_id, @extschema@.subagent_execution_id(doc, NULL));
+      now_utc := clock_timestamp() AT TIME ZONE 'UTC';
+      SELECT * INTO d FROM @extschema@.derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, doc,
+                             coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution);
+      IF NOT FOUND THEN
+        merged := 'nothing to replay';  -- gone, no longer a subagent call, or no identity
+        EXIT;
+      END IF;
+      -- The unique key's btree entry holds about 2.7 kB (the store leaves such keys out the same way).
+      IF octet_length(d.task_session_id) + octet_length(d.agent_execution_id) + octet_length(d.tool_call_id) > 2600
+         OR octet_length(d.task_id) > 2600 THEN
+        reason := 'key_too_long';
+        EXIT;
+      END IF;
+      PERFORM @extschema@.subagent_context_pause('replay: before merge');
+      PERFORM @extschema@.subagent_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
+                coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution, 'backfill');
+      SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO again
+        FROM @extschema@.task_session_messages AS mm
+       WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
+      IF (again.metadata, again.task_id, again.turn_id, again.created_at, again.updated_at)
+         IS NOT DISTINCT FROM (m.metadata, m.task_id, m.turn_id, m.created_at, m.updated_at) THEN
+        merged := 'merged';
+        EXIT;
+      END IF;
+      m := again;  -- a newer frame was committed meanwhile: merge it too, under the lock we now hold
+    END LOOP;
+    PERFORM @extschema@.subagent_context_pause('replay: after merge');
+  EXCEPTION WHEN OTHERS THEN
+    merged := NULL;
+    IF left(SQLSTATE, 2) IN ('22', '54') THEN
+      reason := 'value_not_storable';
+    END IF;
+  END;
+  now_utc := clock_timestamp() AT TIME ZONE 'UTC';
+  IF merged IS NOT NULL THEN
+    UPDATE @extschema@.subagent_context_failures AS x SET replayed_at = now_utc
+     WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
+    outcome := 'replayed';
+  ELSIF reason IS NOT NULL THEN
+    UPDATE @extschema@.subagent_context_failures AS x SET stays_because = reason
+     WHERE x.id = f.id AND x.task_session_id IS NOT DISTINCT FROM f.task_session_id;
+    outcome := 'classified';
+  ELSE
+    outcome := 'unreplayed';  -- held, or changed three times while we merged: the next run
+  END IF;
+END
+$$;
+
+-- The failed captures since activation still to replay (not replayed, not classified), oldest first,
+-- after the cursor (NULL: from the start), at most `count`: what the CLI replays one by one. Internal.
+CREATE FUNCTION @extschema@.subagent_context_failures_to_replay(
+  after_occurred_at timestamp, after_id bigint, count integer)
+RETURNS TABLE (id bigint, task_session_id text, occurred_at timestamp)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  since timestamp := @extschema@.subagent_context_repairable();
+BEGIN
+  RETURN QUERY
+    SELECT x.id, x.task_session_id, x.occurred_at::timestamp
       FROM @extschema@.subagent_context_failures AS x
-     WHERE x.occurred_at >= since AND x.replayed_at IS NULL
+     WHERE x.occurred_at >= since AND x.replayed_at IS NULL AND x.stays_because IS NULL
        AND (x.occurred_at, x.id) > (coalesce(after_occurred_at, '-infinity'), coalesce(after_id, -1))
      ORDER BY x.occurred_at, x.id
-     LIMIT batch
-  LOOP
+     LIMIT count;
+END
+$$;
+
+-- One batch of failed captures to replay (subagent_context_failures_to_replay()), each through
+-- subagent_context_replay_failure(), in the caller's one transaction, for a caller of SQL: a row it merged
+-- is held until that commits, so the batch ends 50 ms after its first merge. Returns the cursor of the next
+-- batch; more: there may be one. (`repair` replays each failure in a transaction of its own.)
+CREATE FUNCTION @extschema@.subagent_context_replay_failures(
+  after_occurred_at timestamp DEFAULT NULL, after_id bigint DEFAULT NULL,
+  OUT replayed bigint, OUT unreplayed bigint, OUT next_occurred_at timestamp, OUT next_id bigint, OUT more boolean,
+  OUT classified bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  batch integer := least(@extschema@.subagent_context_batch_messages(), 200);
+  f record;
+  outcome text;
+  holding_since timestamp;
+  n integer := 0;
+BEGIN
+  replayed := 0; unreplayed := 0; classified := 0; more := false;
+  FOR f IN SELECT * FROM @extschema@.subagent_context_failures_to_replay(after_occurred_at, after_id, batch) LOOP
+    IF holding_since IS NOT NULL AND clock_timestamp() - holding_since > interval '50 milliseconds' THEN
+      more := true;
+      RETURN;
+    END IF;
+    outcome := @extschema@.subagent_context_replay_failure(f.id, f.task_session_id, holding_since IS NOT NULL);
+    IF outcome = 'later' THEN
+      more := true;
+      RETURN;
+    END IF;
     n := n + 1;
     next_occurred_at := f.occurred_at;
     next_id := f.id;
-    BEGIN
-      SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO m
-        FROM @extschema@.task_session_messages AS mm
-       WHERE mm.task_session_id = f.task_session_id AND mm.id = f.message_id;
-      doc := CASE WHEN @extschema@.subagent_may_qualify(m.metadata) THEN @extschema@.subagent_parse_metadata(m.metadata) END;
-      IF @extschema@.subagent_qualifies(doc) THEN
-        PERFORM @extschema@.subagent_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
-                  coalesce(m.created_at, clock_timestamp() AT TIME ZONE 'UTC'),
-                  coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'),
-                  coalesce(f.agent_execution_id, @extschema@.subagent_execution_id(doc, NULL)), 'backfill');
-      END IF;
-      UPDATE @extschema@.subagent_context_failures AS x SET replayed_at = clock_timestamp() AT TIME ZONE 'UTC'
-       WHERE x.id = f.id AND (f.task_session_id IS NULL OR x.task_session_id = f.task_session_id);
-      replayed := replayed + 1;
-    EXCEPTION WHEN OTHERS THEN
-      unreplayed := unreplayed + 1;
-    END;
+    holding_since := coalesce(holding_since, clock_timestamp());
+    CASE outcome
+      WHEN 'replayed' THEN replayed := replayed + 1;
+      WHEN 'classified' THEN classified := classified + 1;
+      ELSE unreplayed := unreplayed + 1;
+    END CASE;
   END LOOP;
   more := n = batch;
+END
+$$;
+
+-- What stays after a repair, and why, for its report (docs/health.md#repair): the failures since activation
+-- that are not replayed, split into the ones still to replay (stale: their rows may differ from their
+-- messages) and the classified ones, by reason; and the recorded missing keys that repair cannot store:
+-- a key too long for the unique key, and a key whose (session, tool call) already has a row observed before
+-- activation (a tool_call_id reused after activation: repair never touches an existing row).
+CREATE FUNCTION @extschema@.subagent_context_repair_leftovers(
+  OUT stale_failures bigint, OUT key_too_long bigint, OUT value_not_storable bigint,
+  OUT missing_key_too_long bigint, OUT missing_reused_tool_call_id bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  since timestamp := @extschema@.subagent_context_capture_since();
+BEGIN
+  SELECT count(*) FILTER (WHERE f.stays_because IS NULL),
+         count(*) FILTER (WHERE f.stays_because = 'key_too_long'),
+         count(*) FILTER (WHERE f.stays_because = 'value_not_storable')
+    INTO stale_failures, key_too_long, value_not_storable
+    FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since AND f.replayed_at IS NULL;
+  SELECT count(*) FILTER (WHERE octet_length(k.task_session_id) + octet_length(k.tool_call_id) > 2590 OR EXISTS (
+           SELECT 1 FROM @extschema@.subagent_context_failures AS f
+            WHERE f.task_session_id = k.task_session_id AND f.tool_call_id = k.tool_call_id
+              AND f.stays_because = 'key_too_long' AND f.replayed_at IS NULL)),
+         count(*) FILTER (WHERE octet_length(k.task_session_id) + octet_length(k.tool_call_id) <= 2590 AND EXISTS (
+           SELECT 1 FROM @extschema@.task_session_subagents AS r
+            WHERE r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id AND r.observed_at < since))
+    INTO missing_key_too_long, missing_reused_tool_call_id
+    FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
 END
 $$;

@@ -30,3 +30,22 @@ AS $$ SELECT @extschema@.subagent_context_setting('batch_messages', 5000, 1, 500
 CREATE FUNCTION @extschema@.subagent_context_reconcile_every()
 RETURNS interval LANGUAGE sql STABLE
 AS $$ SELECT make_interval(mins => @extschema@.subagent_context_setting('reconcile_minutes', 60, 1, 10080)) $$;
+
+-- Keys per repair batch (0.5.0): every row a batch stores is held from its insert to the batch's commit, so
+-- a live frame of one of them waits that long; a few hundred keys insert and commit well within capture's
+-- own 200 ms wait even on a loaded server (docs/reliability.md#repair).
+CREATE FUNCTION @extschema@.subagent_context_repair_keys()
+RETURNS integer LANGUAGE sql STABLE
+AS $$ SELECT @extschema@.subagent_context_setting('repair_keys', 500, 1, 50000) $$;
+
+-- The largest message document, in bytes, that capture parses inside kandev's write (0.5.0; default 4 MB,
+-- at least 1 MB): a larger one is recorded as a deferred capture that `repair` completes, so kandev's write
+-- never pays a parse that grows with what an agent wrote (docs/reliability.md#large-documents). Read by the
+-- trigger only for documents over 1 MB, and never refused: a bad value there would have to fail kandev's
+-- write or lose the capture, so it means the default.
+CREATE FUNCTION @extschema@.subagent_context_capture_max_bytes()
+RETURNS bigint LANGUAGE sql STABLE
+AS $$
+  SELECT CASE WHEN s ~ '^[0-9]{1,10}$' THEN greatest(s::bigint, 1048576) ELSE 4194304 END
+    FROM (SELECT btrim(coalesce(current_setting('subagent_context.capture_max_bytes', true), '')) AS s) AS x
+$$;

@@ -20,9 +20,13 @@ under the message's metadata.agent_execution_id, else 'unknown'). Rows of other 
 In batches, each a short transaction; then reads the shortfall again and says what, if anything, is still
 missing (see docs/health.md).
 
---json prints {"repaired": N, "replayed": R, "shortfall": M, "status": S}: rows stored, failures replayed,
-the shortfall afterwards, and health's status (a disabled trigger is still trigger_disabled: repair stores
-rows, it does not turn capture back on).
+--json prints {"repaired": N, "replayed": R, "classified": C, "shortfall": M, "status": S, "stays": {...}}:
+rows stored, failures replayed, failures classified by this run as never replayable, the shortfall
+afterwards, health's status (a disabled trigger is still trigger_disabled: repair stores rows, it does not
+turn capture back on), and what stays and why: "held" (a transaction still holds the row: run again later),
+"stale_failures" (failures still to replay), "key_too_long" and "value_not_storable" (failures no run can
+replay), "missing_key_too_long" and "missing_reused_tool_call_id" (missing keys no run can store). See
+docs/reliability.md#failure-log.
 
 Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
@@ -30,7 +34,7 @@ Example:
     return withClient(ctx.databaseUrl, async (client) => {
       await sameRelease(client, ctx.schema);
       await assertWritable(client);
-      const done = { repaired: 0, replayed: 0, held: 0, unreplayed: 0 };
+      const done = { repaired: 0, replayed: 0, classified: 0, held: 0, unreplayed: 0 };
       await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: async () => `repair stopped: ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
           `${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'} replayed in the batches that had committed ` +
@@ -38,25 +42,17 @@ Example:
       }, () => repair(client, ctx.schema, done, ctx.json ? undefined : process.stderr));
       const health = await readHealth(client, ctx.schema);
       const shortfall = health.shortfall ?? 0;
-      if (ctx.json) printJson({ repaired: done.repaired, replayed: done.replayed, shortfall, status: health.status });
-      else {
+      const stays = { held: done.held, ...await leftovers(client, ctx.schema) };
+      if (ctx.json) {
+        printJson({ repaired: done.repaired, replayed: done.replayed, classified: done.classified, shortfall, status: health.status, stays });
+      } else {
         const replayed = done.replayed ? `, replayed ${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'}` : '';
         console.log(`repaired ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'}${replayed}; ` +
           `shortfall now ${formatCount(shortfall)}`);
-        if (done.held + done.unreplayed > 0) {
-          console.log(yellow(`${formatCount(done.held + done.unreplayed)} could not be written now: a transaction that is still open ` +
-            'holds their rows, or the write failed again (subagent_context_failures says why); run `subagent-context repair` again later.'));
-        }
+        for (const line of staysSentences(stays, shortfall)) console.log(yellow(line));
         // Stored rows do not turn capture back on: with the trigger disabled, every new subagent is missed again.
         if (exitCodeFor(health.status) === 2) {
           console.log(yellow(`health is still ${health.status} (exit 2): ${STATUSES[health.status].advice(ctx.schema, shortfall)}`));
-        }
-        // A key can stay missing when a row for the same session and tool call exists under execution
-        // 'unknown' but was observed before capture_since (a tool_call_id reused after activation): repair
-        // never touches an existing row.
-        if (shortfall > 0) {
-          console.log(yellow(`${formatCount(shortfall)} still missing: a row for the same session and tool call exists, observed ` +
-            'before capture_since (a reused tool_call_id), or they were written after this repair. See docs/health.md.'));
         }
       }
       return 0;
@@ -64,20 +60,77 @@ Example:
   },
 };
 
-interface Done { repaired: number; replayed: number; held: number; unreplayed: number }
+interface Done { repaired: number; replayed: number; classified: number; held: number; unreplayed: number }
+
+/** What stays after a repair, and why (subagent_context_repair_leftovers(), plus the keys held during this run). */
+interface Stays {
+  held: number; stale_failures: number; key_too_long: number; value_not_storable: number;
+  missing_key_too_long: number; missing_reused_tool_call_id: number;
+}
+
+async function leftovers(client: pg.Client, schema: string): Promise<Omit<Stays, 'held'>> {
+  const { rows: [l] } = await client.query(
+    `SELECT stale_failures::float8 AS stale_failures, key_too_long::float8 AS key_too_long,
+            value_not_storable::float8 AS value_not_storable, missing_key_too_long::float8 AS missing_key_too_long,
+            missing_reused_tool_call_id::float8 AS missing_reused_tool_call_id
+       FROM ${quoteIdent(schema)}.subagent_context_repair_leftovers()`);
+  return l;
+}
+
+/** One sentence per reason something stays, in words an operator acts on. */
+export function staysSentences(stays: Stays, shortfall: number): string[] {
+  const n = formatCount;
+  const lines: string[] = [];
+  if (stays.held > 0) {
+    lines.push(`${n(stays.held)} missing row${stays.held === 1 ? '' : 's'} not stored now: a transaction that is still open holds ` +
+      `${stays.held === 1 ? 'it' : 'them'}; run \`subagent-context repair\` again later.`);
+  }
+  if (stays.stale_failures > 0) {
+    lines.push(`${n(stays.stale_failures)} failed capture${stays.stale_failures === 1 ? '' : 's'} not replayed yet (the row was held, ` +
+      'or the message changed while it was merged): those rows may be stale; run `subagent-context repair` again later.');
+  }
+  const poison = stays.key_too_long + stays.value_not_storable;
+  if (poison > 0) {
+    const why = [stays.key_too_long ? `${n(stays.key_too_long)} whose key (session, execution and tool call ids) is too long for the unique index` : '',
+      stays.value_not_storable ? `${n(stays.value_not_storable)} whose values cannot be stored (subagent_context_failures.sqlstate says which)` : '']
+      .filter(Boolean).join(', ');
+    lines.push(`${n(poison)} failed capture${poison === 1 ? '' : 's'} can never be replayed: ${why}; ` +
+      'they are kept in subagent_context_failures with stays_because and not retried. See docs/reliability.md#failure-log.');
+  }
+  const explained = stays.missing_key_too_long + stays.missing_reused_tool_call_id;
+  if (stays.missing_key_too_long > 0) {
+    lines.push(`${n(stays.missing_key_too_long)} still missing because ${stays.missing_key_too_long === 1 ? 'its key is' : 'their keys are'} ` +
+      'too long for the unique index: no row can be stored for them. See docs/reliability.md#failure-log.');
+  }
+  if (stays.missing_reused_tool_call_id > 0) {
+    lines.push(`${n(stays.missing_reused_tool_call_id)} still missing because a row for the same session and tool call exists, ` +
+      'observed before capture_since (a reused tool_call_id): repair never touches an existing row. See docs/health.md.');
+  }
+  const other = shortfall - explained - stays.held;
+  if (other > 0) {
+    lines.push(`${n(other)} still missing: written after this repair, or no longer a subagent call; see \`subagent-context health\` and docs/health.md.`);
+  }
+  return lines;
+}
 
 /** Failed captures replayed, then missing keys stored, batch after batch (each its own transaction), counting into `done`. */
 async function repair(client: pg.Client, schema: string, done: Done, stream?: NodeJS.WriteStream): Promise<void> {
   const s = quoteIdent(schema);
+  // Each failure is replayed in a transaction of its own, committed right after its merge: the row it
+  // merged is held for no longer than that (docs/reliability.md#replay).
   let cursor: unknown[] = [null, null];
   for (;;) {
-    const { rows: [b] } = await inStep(client, () => client.query(
-      `SELECT replayed::float8 AS replayed, unreplayed::float8 AS unreplayed, next_occurred_at::text, next_id::text, more
-         FROM ${s}.subagent_context_replay_failures($1::timestamp, $2::bigint)`, cursor));
-    done.replayed += b.replayed;
-    done.unreplayed += b.unreplayed;
-    if (!b.more) break;
-    cursor = [b.next_occurred_at, b.next_id];
+    const { rows: page } = await client.query(
+      `SELECT id::text, task_session_id, occurred_at::text FROM ${s}.subagent_context_failures_to_replay($1::timestamp, $2::bigint, 500)`, cursor);
+    for (const f of page) {
+      const { rows: [r] } = await inStep(client, () => client.query(
+        `SELECT outcome FROM ${s}.subagent_context_replay_failure($1::bigint, $2::text)`, [f.id, f.task_session_id]));
+      if (r.outcome === 'replayed') done.replayed += 1;
+      else if (r.outcome === 'classified') done.classified += 1;
+      else done.unreplayed += 1;
+    }
+    if (page.length < 500) break;
+    cursor = [page.at(-1).occurred_at, page.at(-1).id];
   }
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
   cursor = [null, null];

@@ -139,7 +139,7 @@ describe('a missed subagent beside a standing excess', async () => {
     const before = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, shortfall: 0, status: 'healthy' });
+    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
     const [{ id, ...repaired }] = after.filter((row) => row.tool_call_id === 'toolu_missed');
@@ -169,7 +169,7 @@ describe('repair with the capture trigger still disabled', async () => {
       'health is still trigger_disabled (exit 2): the capture trigger exists but does not fire: new subagents are not recorded. ' +
       'Run `ALTER TABLE "stilloff".task_session_messages ENABLE TRIGGER subagent_context_capture;`, then `subagent-context repair`.\n' });
     const json = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'stilloff', '--json']);
-    expect(JSON.parse(json.stdout)).toEqual({ repaired: 0, replayed: 0, shortfall: 0, status: 'trigger_disabled' });
+    expect(JSON.parse(json.stdout)).toEqual({ repaired: 0, replayed: 0, classified: 0, shortfall: 0, status: 'trigger_disabled', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     expect((await healthJson('stilloff')).code).toBe(2);
   });
 });
@@ -321,8 +321,8 @@ describe('a tool_call_id reused after activation in the same session (README.md#
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'reuse']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('repaired 0 missing rows; shortfall now 1\n' +
-      '1 still missing: a row for the same session and tool call exists, observed before capture_since ' +
-      '(a reused tool_call_id), or they were written after this repair. See docs/health.md.\n');
+      '1 still missing because a row for the same session and tool call exists, observed before capture_since ' +
+      '(a reused tool_call_id): repair never touches an existing row. See docs/health.md.\n');
     const { rows } = await db.query(`SELECT tool_call_id, source, observed_at FROM reuse.task_session_subagents`);
     expect(rows).toEqual([{ tool_call_id: 'toolu_again', source: 'backfill', observed_at: '2026-01-01 00:00:00' }]);
   });
