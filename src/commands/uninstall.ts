@@ -41,6 +41,9 @@ Example:
         return 0;
       }
       const dataStatements = dropData ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
+      // The deactivation refuses when kandev_meta carries code of its owner's, but only in the last
+      // transaction, after the migrations down have committed: ask first, so that it changes nothing.
+      if (before.keys.length > 0) await assertMetaWritable(client, ctx.schema);
       // Ctrl-C cancels the statement running (on Citus, with what it runs on the workers) and says what
       // had been removed; a failure (a lock it could not take) says it too, when anything had been.
       const after = await cancelOnInterrupt(client, ctx.databaseUrl!, {
@@ -181,6 +184,17 @@ async function withWhatChanged(err: unknown, client: pg.Client, schema: string, 
   // The sentence of the transaction that failed speaks for that transaction only.
   const sentence = explained.message.replace(/[.\s]+$/, '').replace('nothing was changed', 'that transaction was rolled back');
   return new UserError(`${sentence}; ${await whatChanged(client, schema, before)}`);
+}
+
+/** sql/meta-writable.sql's check, in a transaction that is rolled back: it refuses in one sentence, or changes nothing. */
+async function assertMetaWritable(client: pg.Client, schema: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    for (const statement of sqlStatements('meta-writable.sql', schema)) await client.query(statement);
+    await client.query(`SELECT ${quote(schema)}.subagent_context_assert_meta_writable()`);
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+  }
 }
 
 /** What the first migration's down does (migrations/lib/steps.js uninstall), in one transaction. */
