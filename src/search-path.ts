@@ -26,10 +26,11 @@ const PINNED = Symbol('search_path pinned');
  * - inside a transaction block, the statement goes as it is: the block was pinned when it began;
  * - a statement that begins one (BEGIN …) goes as it is, followed by the pin (a BEGIN with an isolation
  *   level must come before any other statement of its transaction);
- * - a single statement without parameters goes in one string after the pin: the string is one implicit
- *   transaction, so the pin covers it and ends with it (one round trip, as before);
- * - one with parameters (the extended protocol takes one statement per message) goes in BEGIN, pin, it,
- *   COMMIT (ROLLBACK when it fails).
+ * - any other goes in BEGIN and the pin (one string), then it, then COMMIT (ROLLBACK when it fails): not in
+ *   one string with the pin, which the extended protocol (parameters) cannot take and Citus cannot forward
+ *   (it sends a DDL statement's whole string to every worker, where more than one command fails);
+ * - what cannot run in a transaction block (CREATE INDEX CONCURRENTLY, CALL of a procedure that commits)
+ *   goes as it is, and names only pg_catalog and our schema, by hand.
  * Statements are serialised, so that two sent without waiting cannot interleave with the wrapping.
  */
 export function pinSearchPath<C extends pg.Client>(client: C): C {
@@ -45,7 +46,6 @@ export function pinSearchPath<C extends pg.Client>(client: C): C {
     if (status === undefined) throw new Error('subagent-context: this version of pg does not report the transaction status');
     if (status !== 'I') return send(config, values);
     const text = typeof config === 'string' ? config : (config as { text?: string })?.text;
-    const params = values ?? (typeof config === 'object' ? (config as { values?: unknown[] })?.values : undefined);
     if (typeof text !== 'string') return send(config, values);
     const statement = leading(text);
     if (OUTSIDE_TRANSACTIONS.test(statement)) return send(config, values);
@@ -53,13 +53,6 @@ export function pinSearchPath<C extends pg.Client>(client: C): C {
       const begun = await send(config, values);
       if (internals._txStatus === 'T') await send(PIN_SEARCH_PATH);
       return begun;
-    }
-    if (typeof config === 'string' && (params === undefined || (Array.isArray(params) && params.length === 0))) {
-      const results = await send(`${PIN_SEARCH_PATH};\n${text}`);
-      // pg answers one result per statement of the string: the caller's are the ones after the pin.
-      if (!Array.isArray(results)) return results;  // the caller's text held no statement
-      const mine = results.slice(1);
-      return mine.length === 1 ? mine[0] : mine;
     }
     await send(`BEGIN;\n${PIN_SEARCH_PATH}`);
     try {
