@@ -37,33 +37,50 @@ DECLARE
   distributed boolean := false;  -- Citus: task_session_messages is a distributed table
   probe text;                    -- the statement that takes this try's lock on every shard, if any
   on_workers boolean := false;   -- the try that timed out was waiting on a worker
-  -- On Citus: the sessions on the workers that hold a shard of task_session_messages ($1) in a mode that
-  -- conflicts with $3, chosen as on the coordinator below against the moment $2, from Citus' views of
-  -- every node (citus_locks, citus_stat_activity); never this transaction's own connections. NULL: none.
+  -- On Citus: the sessions on the workers that hold a shard of task_session_messages ($1), or its copy there,
+  -- in a mode that conflicts with $3, chosen as on the coordinator below against the moment $2; never this
+  -- transaction's own connections. NULL: none. One look at every worker (run_command_on_workers, outside
+  -- this transaction), which lists every session there holding a lock on the table or its shards, or a
+  -- snapshot; message-index.sql takes the same look.
   worker_holders constant text := $holders$
-    SELECT string_agg(pg_catalog.format('pid %s on %s %s:%s (%s for %s, %s: %s)', h.pid,
-             CASE WHEN h.groupid = 0 THEN 'the coordinator' ELSE 'worker' END, h.nodename, h.nodeport,
-             coalesce(h.usename::text, '?'),
+    SELECT string_agg(pg_catalog.format('pid %s on worker %s:%s (%s for %s, %s: %s)', h.pid, h.nodename, h.nodeport,
+             coalesce(h.usename, '?'),
              coalesce(pg_catalog.to_char(pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - h.xact_start), 'HH24:MI:SS'), '?'),
              coalesce(h.state, '?'), pg_catalog.left(pg_catalog.regexp_replace(coalesce(h.query, ''), '\s+', ' ', 'g'), 60)), '; '
              ORDER BY h.xact_start NULLS LAST, h.nodeport, h.pid) FILTER (WHERE h.evidence = h.best)
-      FROM (SELECT a.*, n.groupid, n.nodename, n.nodeport, e.evidence, min(e.evidence) OVER () AS best
-              FROM pg_catalog.citus_stat_activity AS a
-              JOIN pg_catalog.pg_dist_node AS n ON n.nodeid = a.nodeid,
-                   LATERAL (SELECT CASE WHEN a.xact_start < $2 AND a.query_start < $2 THEN 1
-                                        WHEN a.xact_start < $2 THEN 2 ELSE 3 END AS evidence) AS e
-             WHERE (a.nodeid, a.pid) IN (
-                     SELECT k.nodeid, k.pid FROM pg_catalog.citus_locks AS k
-                      WHERE k.locktype = 'relation' AND k.granted
-                        AND k.global_pid IS DISTINCT FROM pg_catalog.citus_backend_gpid()
-                        AND pg_catalog.regexp_replace(k.relation_name, '^.*\.', '') IN (
-                              SELECT pg_catalog.regexp_replace(pg_catalog.shard_name($1, s.shardid), '^.*\.', '')
-                                FROM pg_catalog.pg_dist_shard AS s WHERE s.logicalrelid = $1
-                              UNION ALL  -- the table itself, on every node with Citus' metadata
-                              SELECT c.relname FROM pg_catalog.pg_class AS c WHERE c.oid = $1)
-                        AND CASE k.mode WHEN 'AccessShareLock' THEN $3 = 'ACCESS EXCLUSIVE'
-                                        WHEN 'RowShareLock' THEN $3 IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')
-                                        ELSE true END)) AS h
+      FROM (SELECT s.*, e.evidence, min(e.evidence) OVER () AS best
+              FROM (SELECT r.nodename, r.nodeport, (j->>'pid')::int AS pid, j->>'usename' AS usename,
+                           (j->>'xact_start')::timestamptz AS xact_start, (j->>'query_start')::timestamptz AS query_start,
+                           j->>'state' AS state, j->>'query' AS query
+                      FROM pg_catalog.run_command_on_workers((
+                             SELECT pg_catalog.format($look$
+                               SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object('pid', a.pid, 'usename', a.usename,
+                                        'xact_start', a.xact_start, 'query_start', a.query_start, 'state', a.state,
+                                        'query', pg_catalog.left(a.query, 200), 'snapshot', a.backend_xmin IS NOT NULL,
+                                        'modes', coalesce(m.modes, ARRAY[]::text[]))), '[]')::text
+                                 FROM pg_catalog.pg_stat_activity AS a
+                                 LEFT JOIN (SELECT l.pid, pg_catalog.array_agg(DISTINCT l.mode) AS modes
+                                              FROM pg_catalog.pg_locks AS l JOIN pg_catalog.pg_class AS c ON c.oid = l.relation
+                                             WHERE l.locktype = 'relation' AND l.granted
+                                               AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                                                  WHERE d.datname = pg_catalog.current_database())
+                                               AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace AS n WHERE n.nspname = %L)
+                                               AND (c.relname = %L OR c.relname ~ %L)
+                                             GROUP BY l.pid) AS m ON m.pid = a.pid
+                                WHERE a.datname = pg_catalog.current_database() AND a.backend_type = 'client backend'
+                                  AND a.pid <> pg_catalog.pg_backend_pid() AND a.application_name IS DISTINCT FROM %L
+                                  AND (m.pid IS NOT NULL OR a.backend_xmin IS NOT NULL)
+                             $look$, n.nspname, c.relname, '^' || c.relname || '_[0-9]+$',
+                                    'citus_internal gpid=' || pg_catalog.citus_backend_gpid())
+                               FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+                              WHERE c.oid = $1)) AS r,
+                           LATERAL pg_catalog.json_array_elements(CASE WHEN r.success THEN r.result::json ELSE '[]' END) AS j
+                     WHERE EXISTS (SELECT 1 FROM pg_catalog.json_array_elements_text(j->'modes') AS m(mode)
+                                    WHERE CASE m.mode WHEN 'AccessShareLock' THEN $3 = 'ACCESS EXCLUSIVE'
+                                                      WHEN 'RowShareLock' THEN $3 IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')
+                                                      ELSE true END)) AS s,
+                   LATERAL (SELECT CASE WHEN s.xact_start < $2 AND s.query_start < $2 THEN 1
+                                        WHEN s.xact_start < $2 THEN 2 ELSE 3 END AS evidence) AS e) AS h
   $holders$;
   waited_for interval;
 BEGIN
@@ -92,8 +109,7 @@ BEGIN
           RAISE EXCEPTION 'subagent-context: unknown lock mode in subagent_context.host_locks: %', l;
         END IF;
         IF to_regclass(format('%s.%I', '@extschema@', table_name)) IS NOT NULL THEN
-          queued_at := clock_timestamp();
-          EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', table_name, split_part(l, ':', 2));
+          probe := NULL;
           IF distributed AND table_name = 'task_session_messages' THEN
             probe := CASE split_part(l, ':', 2)
               WHEN 'ACCESS EXCLUSIVE' THEN
@@ -109,14 +125,13 @@ BEGIN
                    FROM pg_catalog.pg_trigger AS t
                   WHERE t.tgrelid = messages AND t.tgname = 'subagent_context_capture')
             END;
-            on_workers := true;
-            queued_at := clock_timestamp();
-            IF probe IS NOT NULL THEN
-              EXECUTE probe;
-            ELSE
-              -- Nothing takes the lock before the trigger exists: wait, as long as a lock would, until no
-              -- session on a worker holds a shard in a conflicting mode (the CREATE TRIGGER that follows
-              -- waits at most the timeout set above for one that comes after).
+            IF probe IS NULL THEN
+              -- Nothing takes the lock on the shards before the trigger exists: before locking anything,
+              -- wait, as long as a lock would, until no session on a worker holds a shard in a conflicting
+              -- mode (the CREATE TRIGGER that follows waits at most the timeout set above for one that
+              -- comes after).
+              on_workers := true;
+              queued_at := clock_timestamp();
               LOOP
                 EXECUTE worker_holders INTO holders USING messages, queued_at, split_part(l, ':', 2);
                 EXIT WHEN holders IS NULL;
@@ -125,7 +140,15 @@ BEGIN
                 END IF;
                 PERFORM pg_catalog.pg_sleep(0.1);
               END LOOP;
+              on_workers := false;
             END IF;
+          END IF;
+          queued_at := clock_timestamp();
+          EXECUTE format('LOCK TABLE %s.%I IN %s MODE', '@extschema@', table_name, split_part(l, ':', 2));
+          IF probe IS NOT NULL THEN
+            on_workers := true;
+            queued_at := clock_timestamp();
+            EXECUTE probe;
             on_workers := false;
           END IF;
         END IF;

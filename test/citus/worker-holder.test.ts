@@ -57,9 +57,29 @@ describe.skipIf(!db)('a transaction open on a Citus worker', () => {
     const again = await runCli(cli, ['uninstall', '--database-url', db!.url]);
     expect(again.code, again.stderr).toBe(0);
     expect(await state()).toEqual({ keys: 0, trigger: false });
-  }, 120_000);
+    // Then `up` behind the same reader: its lock conflicts with nothing `up` takes, but its last statement's
+    // snapshot (a parameterized query, as kandev's driver sends, keeps it while the transaction idles) is
+    // what health's index build, CONCURRENTLY on every shard, would wait for without a limit: it refuses
+    // before building, naming it, with the install before it committed (capture on, not activated).
+    const up = await behindWorkerTransaction(['up'], 'reader', 'up0');
+    expect(up.code, up.stderr).toBe(3);
+    // A first install's own work comes before the look (up to 20 s alone on a 2-core machine at load 50):
+    // the bound is on ending by itself, with room for that.
+    expect(up.seconds).toBeLessThan(60);
+    expect(up.stderr).toContain(`health's index on "public".task_session_messages is built CONCURRENTLY`);
+    expect(up.stderr).toContain(`pid ${up.holder.pid} on worker ${up.holder.node}`);
+    expect(up.probe.failed, JSON.stringify(up.probe)).toBe(0);
+    expect(up.probe.worstMs, JSON.stringify(up.probe)).toBeLessThan(PROBE_BOUND_MS);
+    expect(await state()).toEqual({ keys: 0, trigger: true });
+    const activated = await runCli(cli, ['up', '--database-url', db!.url]);
+    expect(activated.code, activated.stderr).toBe(0);
+    expect(await state()).toEqual({ keys: 2, trigger: true });
+    expect((await runCli(cli, ['uninstall', '--database-url', db!.url])).code).toBe(0);
+  }, 180_000);
 
   it('up behind a writer, as a first install and as an upgrade: exit 3 within 30 s naming it, kandev never held', async () => {
+    // From nothing installed, whatever the test before left.
+    expect((await runCli(cli, ['uninstall', '--database-url', db!.url])).code).toBe(0);
     // A first install: no trigger on the shards yet to take the lock with; the wait is bounded all the same.
     const first = await behindWorkerTransaction(['up'], 'writer', 'up1');
     expect(first.code, first.stderr).toBe(3);
@@ -72,6 +92,7 @@ describe.skipIf(!db)('a transaction open on a Citus worker', () => {
     expect(await state()).toEqual({ keys: 0, trigger: false });
     const installed = await runCli(cli, ['up', '--database-url', db!.url]);
     expect(installed.code, installed.stderr).toBe(0);
+    expect(await state()).toEqual({ keys: 2, trigger: true });
 
     // An upgrade: the code layer is applied again, re-creating the trigger on every shard.
     await db!.query(`UPDATE public.subagent_context_installed SET code_digest = 'an earlier build'`);

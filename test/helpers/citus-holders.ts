@@ -26,7 +26,10 @@ export async function holdOnWorker(db: CitusTestDatabase, session: string, kind:
   await c.query(kind === 'reader'
     ? 'SELECT count(*) FROM public.task_session_messages WHERE task_session_id = $1'
     : 'UPDATE public.task_session_messages SET updated_at = updated_at WHERE task_session_id = $1', [session]);
-  return { pid, node, end: async () => { await c.query('COMMIT').catch(() => {}); } };
+  return {
+    pid, node,
+    end: async () => { await c.query('ROLLBACK').catch(() => {}); },
+  };
 }
 
 /**
