@@ -143,5 +143,5 @@ describe.concurrent('demo', () => {
     const r = await runCli(cli, ['demo', '--writers', 'many']);
     expect(r.code).toBe(3);
     expect(r.stderr.trim()).toBe('error: --writers must be a whole number from 1 to 1000, got "many".');
-  });
+  }, DEMO_HANG);
 });
