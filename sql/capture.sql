@@ -66,9 +66,16 @@ AS $$
 DECLARE
   now_utc timestamp := clock_timestamp() AT TIME ZONE 'UTC';
 BEGIN
+  -- A value that did not change is written back as the stored one, not as the new copy: the row version
+  -- then shares its TOASTed value (a 3 kB execution id is not stored again per frame) and, no indexed
+  -- column changing, stays on its page (HOT).
   UPDATE @extschema@.subagent_context_failures AS f
-     SET occurrences = f.occurrences + 1, last_occurred_at = now_utc, tool_call_id = coalesce(call_id, f.tool_call_id),
-         agent_execution_id = execution_id, sqlstate = fault_state, message = fault_message, detail = fault_detail
+     SET occurrences = f.occurrences + 1, last_occurred_at = now_utc,
+         tool_call_id = CASE WHEN call_id IS NULL OR call_id = f.tool_call_id THEN f.tool_call_id ELSE call_id END,
+         agent_execution_id = CASE WHEN execution_id IS NOT DISTINCT FROM f.agent_execution_id THEN f.agent_execution_id ELSE execution_id END,
+         sqlstate = fault_state,
+         message = CASE WHEN fault_message = f.message THEN f.message ELSE fault_message END,
+         detail = CASE WHEN fault_detail IS NOT DISTINCT FROM f.detail THEN f.detail ELSE fault_detail END
    WHERE f.message_id = failed_message_id AND f.replayed_at IS NULL
      AND f.task_session_id = message_session_id;  -- the distribution column on Citus: one shard
   IF NOT FOUND THEN

@@ -41,6 +41,8 @@ const kase: BenchCase = {
     { name: 'T12 backfill on Citus / on plain tables', metric: 'backfill_ratio', comparator: '<=', limit: 3 },
     { name: 'T12 repair on Citus / on plain tables', metric: 'repair_ratio', comparator: '<=', limit: 3 },
     { name: 'T12 kandev\'s longest write while up waits behind a worker\'s transaction (ms)', metric: 'citus_held_write_max_ms', comparator: '<=', limit: 2000 },
+    // Repair is the backfill's derivation applied to the missing keys: it stores at least half its rate.
+    { name: 'T12 repair rate / backfill rate on Citus', metric: 'citus_repair_backfill_rate', comparator: '>=', limit: 0.5 },
   ],
   async run(ctx): Promise<CaseOutput> {
     const coordinator = process.env.CITUS_COORDINATOR_URL;
@@ -138,6 +140,9 @@ const kase: BenchCase = {
           plain_health_full_s: med(fullSeconds.plain), citus_health_full_s: med(fullSeconds.citus), health_full_ratio: fullRatio.median,
           plain_repair_s: med(repairSeconds.plain), citus_repair_s: med(repairSeconds.citus), repair_ratio: repairRatio.median,
           ...Object.fromEntries(STORES.flatMap((s) => Object.entries(held[s]).map(([k, v]) => [`${s}_held_${k}`, v]))),
+          // Rows per second stored by repair over rows per second stored by the backfill, on each store.
+          plain_repair_backfill_rate: (MISSING / med(repairSeconds.plain)) / (CALLS / med(backfillSeconds.plain)),
+          citus_repair_backfill_rate: (MISSING / med(repairSeconds.citus)) / (CALLS / med(backfillSeconds.citus)),
         },
         spread,
       };
