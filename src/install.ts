@@ -131,8 +131,11 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
                        inserted::float8 AS inserted, capture_since, backfill_through, failure
                   FROM ${quoteIdent(schema)}.subagent_context_backfill_step()`;
   // The step counts across runs; what an interrupted run stored is not this run's to report.
-  const { rows: [{ before }] } = await client.query(
-    `SELECT coalesce((SELECT inserted FROM ${quoteIdent(schema)}.subagent_context_backfill_progress), 0)::float8 AS before`);
+  // Nothing installed: the step's own error says so (no progress table to read yet).
+  const progressTable = `${quoteIdent(schema)}.subagent_context_backfill_progress`;
+  const { rows: [{ present }] } = await client.query('SELECT to_regclass($1) IS NOT NULL AS present', [progressTable]);
+  const before = present ? Number((await client.query(
+    `SELECT coalesce((SELECT inserted FROM ${progressTable}), 0)::float8 AS before`)).rows[0].before) : 0;
   try {
     for (;;) {
       const { rows: [row] } = await inStep(client, () => client.query<BackfillStep>(step));

@@ -40,7 +40,6 @@ const pct = (x: number) => `${x.toFixed(3)}%`;
 
 /** A vertical bar chart: bars placed in percent of the width, so it fills its box at any size. */
 export function svgBarChart(c: Chart): string {
-  const H = 220, bottom = 36, top = 20;
   const n = c.bars.length;
   const max = Math.max(1, ...c.bars.map((b) => b.value));
   const slot = n ? 100 / n : 0;
@@ -52,7 +51,17 @@ export function svgBarChart(c: Chart): string {
   const axis = (b: (typeof c.bars)[number]) => b.axis ?? b.label;
   const labelPx = Math.max(0, ...c.bars.map((b) => textPx(safe(axis(b)))));
   const valuePx = Math.max(0, ...c.bars.map((b) => textPx(b.shown)));
-  const edges = edgesFor(labelPx);
+  // Many bars whose slots are still a line of text wide at the narrowest width (a distribution of 13 to 25
+  // values, not a 90-day trend; 12 px a slot): a value or a label that does not fit across its slot is written upright,
+  // so that every bar keeps both; the chart grows by what they take.
+  const narrowest = LABEL_WIDTHS[0].px;
+  const upright = n > 12 && n * 12 <= narrowest;
+  const uprightValues = upright && valuePx * n > narrowest;
+  const uprightLabels = upright && labelPx * n > narrowest;
+  const top = 20 + (uprightValues ? valuePx : 0);
+  const bottom = uprightLabels ? labelPx + 12 : 36;
+  const H = 184 + top + bottom - 20;
+  const edges = !uprightLabels && edgesFor(labelPx);
   const labels = labelClasses(n, labelPx, edges);
   const values = labelClasses(n, valuePx, edgesFor(valuePx));
   const highest = c.bars.findIndex((b) => b.value === max);
@@ -78,11 +87,18 @@ export function svgBarChart(c: Chart): string {
     const [vx, vAnchor] = place(i, textPx(b.shown));
     const text = (cls: string) => `<text class="${cls}" x="${pct(vx)}" y="${y - 4}" text-anchor="${vAnchor}">${escapeHtml(b.shown)}</text>`;
     // Many bars: a value is written where there is room for it, and always on the highest bar; zeros are not.
-    const value = n <= 12 || i === highest ? text('value') : b.value === 0 ? '' : text(`value thin ${values[i]}`);
+    // Upright: a text turned a quarter, in an <svg> placed in percent (a rotation needs a point in pixels).
+    const turned = (cls: string, yAt: number, anchor: 'start' | 'end', content: string) =>
+      `<svg x="${pct(mid)}" y="${yAt}" overflow="visible"><text class="${cls}" transform="rotate(-90)" dy="0.35em" ` +
+      `text-anchor="${anchor}">${content}</text></svg>`;
+    const value = uprightValues ? turned('value', y - 4, 'start', escapeHtml(b.shown))
+      : n <= 12 || i === highest ? text('value') : b.value === 0 ? '' : text(`value thin ${values[i]}`);
+    const labelText = uprightLabels ? turned('label', H - bottom + 6, 'end', htmlText(axis(b)))
+      : `<text class="label thin ${labels[i]}" x="${pct(lx)}" y="${H - bottom + 18}" text-anchor="${anchor}">${htmlText(axis(b))}</text>`;
     return `<g class="bar" data-label="${label}" data-value="${b.value}">` +
       `<rect x="${pct(mid - bw / 2)}" y="${y}" width="${pct(bw)}" height="${h}" fill="#4c78a8"><title>${label}: ${escapeHtml(b.shown)}` +
       `${b.note ? ` ${htmlText(b.note)}` : ''}</title></rect>${value}` +
-      `<text class="label thin ${labels[i]}" x="${pct(lx)}" y="${H - bottom + 18}" text-anchor="${anchor}">${htmlText(axis(b))}</text></g>`;
+      `${labelText}</g>`;
   }).join('');
   // Few bars are not stretched across a wide screen: about 90 px a bar, never under 360 px.
   return `<figure class="chart"><figcaption>${htmlText(c.caption)}</figcaption>` +
