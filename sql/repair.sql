@@ -308,14 +308,19 @@ BEGIN
          count(*) FILTER (WHERE f.stays_because = 'value_not_storable')
     INTO stale_failures, key_too_long, value_not_storable
     FROM @extschema@.subagent_context_failures AS f WHERE f.occurred_at >= since AND f.replayed_at IS NULL;
-  SELECT count(*) FILTER (WHERE octet_length(k.task_session_id) + octet_length(k.tool_call_id) > 2590 OR EXISTS (
-           SELECT 1 FROM @extschema@.subagent_context_failures AS f
-            WHERE f.task_session_id = k.task_session_id AND f.tool_call_id = k.tool_call_id
-              AND f.stays_because = 'key_too_long' AND f.replayed_at IS NULL)),
-         count(*) FILTER (WHERE octet_length(k.task_session_id) + octet_length(k.tool_call_id) <= 2590 AND EXISTS (
-           SELECT 1 FROM @extschema@.task_session_subagents AS r
-            WHERE r.task_session_id = k.task_session_id AND r.tool_call_id = k.tool_call_id AND r.observed_at < since))
+  -- Each part an intermediate result (MATERIALIZED): Citus joins no local table (the record) with a
+  -- distributed one directly.
+  WITH k AS MATERIALIZED (SELECT m.task_session_id AS s, m.tool_call_id AS c
+                            FROM @extschema@.subagent_context_missing_keys AS m WHERE m.capture_since = since),
+       too_long AS MATERIALIZED (SELECT DISTINCT f.task_session_id AS s, f.tool_call_id AS c
+                                   FROM @extschema@.subagent_context_failures AS f
+                                  WHERE f.stays_because = 'key_too_long' AND f.replayed_at IS NULL),
+       older AS MATERIALIZED (SELECT DISTINCT r.task_session_id AS s, r.tool_call_id AS c
+                                FROM k JOIN @extschema@.task_session_subagents AS r ON r.task_session_id = k.s AND r.tool_call_id = k.c
+                               WHERE r.observed_at < since)
+  SELECT count(*) FILTER (WHERE octet_length(k.s) + octet_length(k.c) > 2590 OR t.s IS NOT NULL),
+         count(*) FILTER (WHERE octet_length(k.s) + octet_length(k.c) <= 2590 AND t.s IS NULL AND o.s IS NOT NULL)
     INTO missing_key_too_long, missing_reused_tool_call_id
-    FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
+    FROM k LEFT JOIN too_long AS t ON t.s = k.s AND t.c = k.c LEFT JOIN older AS o ON o.s = k.s AND o.c = k.c;
 END
 $$;
