@@ -30,3 +30,16 @@ AS $$ SELECT @extschema@.subagent_context_setting('batch_messages', 5000, 1, 500
 CREATE FUNCTION @extschema@.subagent_context_reconcile_every()
 RETURNS interval LANGUAGE sql STABLE
 AS $$ SELECT make_interval(mins => @extschema@.subagent_context_setting('reconcile_minutes', 60, 1, 10080)) $$;
+
+-- Subagent messages one health call compares itself, at most: the newest ones past the reconciliation's
+-- frontier (the rest it counts, up to 20 times as many, and reports as `uncompared`); also how many recorded
+-- missing keys it checks again. This bounds health's cost in every state (docs/health.md#bounded-in-every-state).
+CREATE FUNCTION @extschema@.subagent_context_health_messages()
+RETURNS integer LANGUAGE sql STABLE
+AS $$ SELECT @extschema@.subagent_context_setting('health_messages', 500, 1, 50000) $$;
+
+-- How close to now the reconciliation compares: a message created just before a step, in a transaction
+-- that commits just after it, is left to a later step rather than skipped (not tunable).
+CREATE FUNCTION @extschema@.subagent_context_settle()
+RETURNS interval LANGUAGE sql IMMUTABLE
+AS $$ SELECT interval '1 second' $$;
