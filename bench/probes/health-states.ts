@@ -40,10 +40,9 @@ async function measure(c: pg.Client, label: string): Promise<void> {
   let last: Record<string, unknown> = {};
   let up = '';
   for (let i = 0; i < ROUNDS; i++) {
-    let t0 = process.hrtime.bigint();
+    const t0 = process.hrtime.bigint();
     last = (await c.query('SELECT shortfall::int, uncompared::int, status FROM public.subagent_context_health()')).rows[0];
     sql.push(ms(t0));
-    t0 = process.hrtime.bigint();
     const h = cli(['health', '--json']);
     health.push(h.ms);
     const m = cli(['metrics', '--once']);
@@ -97,7 +96,7 @@ async function main(): Promise<void> {
 
   // Catch-up: the background steps as the exporter runs them, timed.
   let t0 = process.hrtime.bigint();
-  let compared = 0;
+  let compared: number;
   for (;;) {
     const { rows: [s] } = await c.query('SELECT status, messages_compared::int AS n FROM public.subagent_context_reconcile()');
     compared = s.n;
