@@ -7,17 +7,48 @@
 -- (session, tool call) has no row observed since then. excess is the reverse (rows with no qualifying
 -- message since then): reported, never an alarm. Two separate anti-joins, never netted.
 
--- Where rows and qualifying messages disagree now, by (session, tool call), from one statement: kind
--- 'missing', the keys recorded missing (by health, a reconciliation or repair) that still have no row
--- observed since capture_since (those that have one now are dropped from the record), and those of
--- messages created since the newest completed reconciliation started; kind 'excess', the excess keys that
--- reconciliation recorded and those of rows observed since it started. A found miss stays found: on a server that can write, the missing keys of the recent part are
--- recorded (subagent_context_missing_keys), so no reconciliation completing later can forget them.
--- Without a completed reconciliation of this activation, the recent part starts at capture_since: correct,
--- and as costly as history (`up` and `health --full` complete one). Internal.
+-- The part of what was written past the reconciliation's frontier that one health call compares itself:
+-- the newest subagent_context_health_messages() candidate messages; compared_from is where they start
+-- (never inside an instant: an instant that does not fit is left out whole). uncompared: the candidates in
+-- [frontier, compared_from), counted up to 20 times that number (a count at the cap means "at least").
+-- Index reads only, bounded whatever a burst wrote. Internal.
+CREATE FUNCTION @extschema@.subagent_context_recent_bounds(frontier timestamp,
+  OUT compared_from timestamp, OUT uncompared bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  cap integer := @extschema@.subagent_context_health_messages();
+  newest timestamp[];
+BEGIN
+  EXECUTE $q$
+    SELECT array_agg(w.created_at ORDER BY w.created_at DESC)
+      FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
+             WHERE m.created_at >= $1 AND @extschema@.subagent_may_qualify(m.metadata)
+             ORDER BY m.created_at DESC LIMIT $2 + 1) AS w
+  $q$ INTO newest USING frontier, cap;
+  IF coalesce(cardinality(newest), 0) <= cap THEN
+    compared_from := frontier;
+    uncompared := 0;
+    RETURN;
+  END IF;
+  compared_from := newest[cap + 1] + interval '1 microsecond';
+  EXECUTE $q$
+    SELECT count(*) FROM (SELECT 1 FROM @extschema@.task_session_messages AS m
+                           WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+                           LIMIT $3) AS w
+  $q$ INTO uncompared USING frontier, compared_from, 20 * cap;
+END
+$$;
+
+-- Where rows and qualifying messages disagree now, by (session, tool call): kind 'missing', the keys
+-- recorded missing (by a reconciliation step or repair) that still have no row observed since capture_since,
+-- and those health's own part finds (subagent_context_recent_bounds()); kind 'excess', the excess keys the
+-- reconciliation recorded and those of health's own part. Writes nothing. Internal (the list behind
+-- subagent_context_missing()).
 CREATE FUNCTION @extschema@.subagent_context_discrepancies()
 RETURNS TABLE (kind text, task_session_id text, tool_call_id text)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 -- A plain index scan marks the entries of rows it finds dead, so after a large repair (every recorded key
 -- deleted) only the first call walks them; a bitmap scan marks none and every call would, until vacuum.
@@ -25,9 +56,8 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
   since timestamp := @extschema@.subagent_context_capture_since();
-  writable boolean := NOT @extschema@.subagent_context_read_only();
   reconciled record;
-  recent record;
+  bounds record;
   recorded record;
   stored record;
 BEGIN
@@ -35,21 +65,12 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO reconciled FROM @extschema@.subagent_context_reconciled(since);
-  -- The recorded keys, and which of them are resolved (their row exists, or their message is gone); where
-  -- the server can write (a standby reads the primary's record), those leave the record.
+  SELECT * INTO bounds FROM @extschema@.subagent_context_recent_bounds(coalesce(reconciled.compared_through, since));
   SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls,
          array_agg(k.message_created_at) AS instants
     INTO recorded
     FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
   SELECT * INTO stored FROM @extschema@.subagent_context_resolved_keys(since, recorded.sessions, recorded.calls, recorded.instants);
-  IF writable THEN
-    PERFORM @extschema@.subagent_context_forget_missing(since, stored.sessions, stored.calls);
-  END IF;
-  -- The recent part, in one statement (each message and the row its capture wrote are seen together); its
-  -- misses recorded.
-  SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls
-    INTO recent
-    FROM @extschema@.subagent_context_compare_recent(since, reconciled.started_at) AS c;
 
   RETURN QUERY
     SELECT DISTINCT d.kind, d.task_session_id, d.tool_call_id
@@ -62,7 +83,8 @@ BEGIN
               FROM @extschema@.subagent_context_reconciliation_keys AS k
              WHERE k.reconciliation_id = reconciled.id AND k.kind = 'excess'
             UNION ALL
-            SELECT u.k, u.s, u.c FROM unnest(recent.kinds, recent.sessions, recent.calls) AS u(k, s, c)) AS d;
+            SELECT c.kind, c.task_session_id, c.tool_call_id
+              FROM @extschema@.subagent_context_compare(since, bounds.compared_from, 'infinity') AS c) AS d;
 END
 $$;
 
@@ -70,7 +92,7 @@ $$;
 -- interface, installing role only: the list behind health's shortfall.
 CREATE FUNCTION @extschema@.subagent_context_missing()
 RETURNS TABLE (task_session_id text, tool_call_id text)
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -83,8 +105,8 @@ CREATE FUNCTION @extschema@.subagent_context_health(
   OUT activated boolean, OUT capture_since text, OUT backfill_through text,
   OUT shortfall bigint, OUT excess bigint, OUT last_observed_at timestamp,
   OUT trigger_enabled boolean, OUT failures bigint, OUT collisions bigint,
-  OUT status text, OUT installed_version text, OUT reconciled_at timestamp)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  OUT status text, OUT installed_version text, OUT reconciled_at timestamp, OUT uncompared bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 -- Every read here is bounded by an index; a plan that scanned a table instead, because its statistics are
 -- stale (right after a large repair or backfill), would cost what history costs. JIT off: with seq scans
@@ -96,6 +118,12 @@ AS $$
 DECLARE
   since timestamp;
   trigger_state "char";
+  reconciled record;
+  bounds record;
+  sample record;
+  stored record;
+  recent record;
+  recorded_n bigint;
 BEGIN
   installed_version := (SELECT i.version FROM @extschema@.subagent_context_installation() AS i);
   capture_since := @extschema@.subagent_context_key('subagent_context_capture_since');
@@ -146,11 +174,39 @@ BEGIN
     RETURN;
   END IF;
 
-  -- What the newest completed reconciliation found and what was recorded missing, re-checked, plus what was
-  -- written since it started: the cost of recent writes, never of history (docs/health.md#reconciliation).
-  reconciled_at := (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r);
-  SELECT count(*) FILTER (WHERE d.kind = 'missing'), count(*) FILTER (WHERE d.kind = 'excess')
-    INTO shortfall, excess FROM @extschema@.subagent_context_discrepancies() AS d;
+  -- A reader, bounded in every state (docs/health.md#bounded-in-every-state): it writes nothing and takes
+  -- no lock beyond reading, so no session holding a call open can hold up the installer, the exporter or
+  -- repair. shortfall: the keys recorded missing (by the reconciliation's steps and repair, which keep the
+  -- record), less those of the newest subagent_context_health_messages() of them that have their row now
+  -- (so `repair` clears the alarm at once), plus the misses among the newest messages past the frontier not
+  -- recorded yet; what lies between the frontier and those is counted, not compared: uncompared.
+  SELECT * INTO reconciled FROM @extschema@.subagent_context_reconciled(since);
+  reconciled_at := reconciled.started_at;
+  SELECT * INTO bounds FROM @extschema@.subagent_context_recent_bounds(coalesce(reconciled.compared_through, since));
+  uncompared := bounds.uncompared;
+
+  SELECT count(*) INTO recorded_n FROM @extschema@.subagent_context_missing_keys AS k WHERE k.capture_since = since;
+  SELECT array_agg(k.task_session_id) AS sessions, array_agg(k.tool_call_id) AS calls, array_agg(k.message_created_at) AS instants
+    INTO sample
+    FROM (SELECT k.task_session_id, k.tool_call_id, k.message_created_at FROM @extschema@.subagent_context_missing_keys AS k
+           WHERE k.capture_since = since
+           ORDER BY k.message_created_at DESC LIMIT @extschema@.subagent_context_health_messages()) AS k;
+  SELECT * INTO stored FROM @extschema@.subagent_context_resolved_keys(since, sample.sessions, sample.calls, sample.instants);
+
+  SELECT count(*) FILTER (WHERE c.kind = 'missing' AND NOT EXISTS (
+           SELECT 1 FROM @extschema@.subagent_context_missing_keys AS k
+            WHERE k.capture_since = since
+              AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(c.task_session_id || E'\x1f' || c.tool_call_id))) AS missing,
+         count(*) FILTER (WHERE c.kind = 'excess' AND NOT EXISTS (
+           SELECT 1 FROM @extschema@.subagent_context_reconciliation_keys AS k
+            WHERE k.reconciliation_id = reconciled.id AND k.kind = 'excess'
+              AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(c.task_session_id || E'\x1f' || c.tool_call_id))) AS excess
+    INTO recent
+    FROM (SELECT DISTINCT x.kind, x.task_session_id, x.tool_call_id
+            FROM @extschema@.subagent_context_compare(since, bounds.compared_from, 'infinity') AS x) AS c;
+  shortfall := recorded_n - coalesce(cardinality(stored.sessions), 0) + recent.missing;
+  excess := recent.excess + (SELECT count(*) FROM @extschema@.subagent_context_reconciliation_keys AS k
+                              WHERE k.reconciliation_id = reconciled.id AND k.kind = 'excess');
 
   SELECT max(r.observed_at) INTO last_observed_at
     FROM @extschema@.task_session_subagents AS r WHERE r.observed_at >= since;
@@ -162,7 +218,11 @@ BEGIN
     FROM @extschema@.subagent_context_failures AS f
    WHERE f.occurred_at >= since AND f.replayed_at IS NULL AND f.stays_because IS NULL;
 
+  -- stale: failed captures not replayed yet (their rows may be missing or old); behind: nothing found missing
+  -- so far, but messages past the frontier were not compared yet (docs/health.md#status).
   status := coalesce(status, CASE WHEN shortfall > 0 THEN 'shortfall'
+                                  WHEN failures > 0 THEN 'stale'
+                                  WHEN uncompared > 0 THEN 'behind'
                                   WHEN last_observed_at IS NULL THEN 'idle'
                                   ELSE 'healthy' END);
 END

@@ -59,7 +59,7 @@ BEGIN
   IF before_created_at IS NULL THEN
     PERFORM count(*)
        FROM @extschema@.subagent_context_compare_recent(
-              since, (SELECT r.started_at FROM @extschema@.subagent_context_reconciled(since) AS r));
+              since, (SELECT r.compared_through FROM @extschema@.subagent_context_reconciled(since) AS r));
   END IF;
   SELECT array_agg(k.task_session_id ORDER BY k.message_created_at DESC, k.key DESC) AS sessions,
          array_agg(k.tool_call_id ORDER BY k.message_created_at DESC, k.key DESC) AS calls,
@@ -72,7 +72,9 @@ BEGIN
            WHERE m.capture_since = since AND m.message_created_at <= coalesce(before_created_at, 'infinity')
              AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id)
                  < (coalesce(before_created_at, 'infinity'), coalesce(before_key, ''))
-           ORDER BY m.message_created_at DESC, 2 DESC
+           -- By the key, as the cursor: ordered by tool_call_id (as before 0.5.0), a batch could end before
+           -- keys of its last instant that the cursor then skipped, never stored.
+           ORDER BY m.message_created_at DESC, 3 DESC
            LIMIT batch) AS k;
   more := keys.n = batch;
   IF keys.n = 0 THEN

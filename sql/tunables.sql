@@ -49,3 +49,15 @@ AS $$
   SELECT CASE WHEN s ~ '^[0-9]{1,10}$' THEN greatest(s::bigint, 1048576) ELSE 4194304 END
     FROM (SELECT btrim(coalesce(current_setting('subagent_context.capture_max_bytes', true), '')) AS s) AS x
 $$;
+-- Subagent messages one health call compares itself, at most: the newest ones past the reconciliation's
+-- frontier (the rest it counts, up to 20 times as many, and reports as `uncompared`); also how many recorded
+-- missing keys it checks again. This bounds health's cost in every state (docs/health.md#bounded-in-every-state).
+CREATE FUNCTION @extschema@.subagent_context_health_messages()
+RETURNS integer LANGUAGE sql STABLE
+AS $$ SELECT @extschema@.subagent_context_setting('health_messages', 500, 1, 50000) $$;
+
+-- How close to now the reconciliation compares: a message created just before a step, in a transaction
+-- that commits just after it, is left to a later step rather than skipped (not tunable).
+CREATE FUNCTION @extschema@.subagent_context_settle()
+RETURNS interval LANGUAGE sql IMMUTABLE
+AS $$ SELECT interval '1 second' $$;

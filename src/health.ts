@@ -26,6 +26,11 @@ export interface Health {
    * then, and only what was written since is compared now. Null when none has completed.
    */
   reconciled_at: string | null;
+  /**
+   * Subagent messages written since reconciled_at that neither the reconciliation's frontier nor this call
+   * has compared yet (counted up to a cap: the cap means "at least"); null before activation.
+   */
+  uncompared: number | null;
 }
 
 export interface Stats {
@@ -83,7 +88,7 @@ export async function healthReport(client: pg.Client, schema: string, installed?
     return { status, exitCode: exitCodeFor(status), stats: null, upgradeAvailable: false, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
       last_observed_at: null, trigger_enabled: status === 'trigger_orphaned', failures: null, collisions: null,
-      status, installed_version: null, reconciled_at: null } };
+      status, installed_version: null, reconciled_at: null, uncompared: null } };
   }
   const health = await readHealth(client, schema);
   // A trigger left without its tables may be without its counters too: nothing more to read.

@@ -21,8 +21,14 @@ export interface ReconcileStep {
   completed: boolean;
 }
 
-/** How long `health` and each metrics evaluation give the reconciliation after answering (a step started is finished). */
-export const BACKGROUND_MS = 1000;
+/**
+ * How long `health` and `metrics --once` give the reconciliation after answering (a step started is
+ * finished), in steps of SHORT_STEP_MESSAGES, so the command still ends well within a second. The
+ * exporter, which runs on, gives it as long as it has work (catching up after a burst at the backfill's
+ * rate): src/metrics/after-evaluation.ts.
+ */
+export const BACKGROUND_MS = 400;
+export const SHORT_STEP_MESSAGES = 1000;
 
 const TS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
@@ -34,26 +40,44 @@ const TS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
  * server session serves other clients next (docs/install.md#behind-a-connection-pooler).
  */
 export async function reconcileStep(client: pg.ClientBase, schema: string, notBefore: string | null = null,
-  statementTimeoutMs?: number): Promise<ReconcileStep> {
+  statementTimeoutMs?: number, batchMessages?: number): Promise<ReconcileStep> {
   return inStep(client, async () => (await client.query(
     `SELECT status, reconciliation_id::float8 AS reconciliation_id, to_char(started_at, ${TS}) AS started_at,
             to_char(compared_through, ${TS}) AS compared_through, messages_compared::float8 AS messages_compared,
             missing::float8 AS missing, excess::float8 AS excess, completed
        FROM ${quoteIdent(schema)}.subagent_context_reconcile($1::timestamp)`, [notBefore])).rows[0] as ReconcileStep,
-  statementTimeoutMs === undefined ? {} : { statement_timeout: `${statementTimeoutMs}ms` });
+  { ...(statementTimeoutMs === undefined ? {} : { statement_timeout: `${statementTimeoutMs}ms` }),
+    ...(batchMessages === undefined ? {} : { 'subagent_context.batch_messages': String(batchMessages) }) });
 }
 
 /**
- * Steps for at most BACKGROUND_MS (a step started is finished): what health and the metrics exporter do
- * after answering. Stops early when there is nothing to do, the server cannot write, or `stop` aborts.
+ * Steps for at most `budgetMs` (BACKGROUND_MS by default; a step started is finished): what health and the
+ * metrics exporter do after answering. Stops early when there is nothing to do, the server cannot write,
+ * or `stop` aborts. `batchMessages`: the steps' size (SHORT_STEP_MESSAGES for a command that must end soon).
  */
 export async function reconcileFor(client: pg.ClientBase, schema: string,
-  opts: { stop?: AbortSignal; statementTimeoutMs?: number } = {}): Promise<ReconcileStep> {
-  const deadline = Date.now() + BACKGROUND_MS;
-  const step = () => reconcileStep(client, schema, null, opts.statementTimeoutMs);
+  opts: { stop?: AbortSignal; statementTimeoutMs?: number; budgetMs?: number; batchMessages?: number } = {}): Promise<ReconcileStep> {
+  const deadline = Date.now() + (opts.budgetMs ?? BACKGROUND_MS);
+  const step = () => reconcileStep(client, schema, null, opts.statementTimeoutMs, opts.batchMessages);
   let last = await step();
   while (last.status === 'stepped' && Date.now() < deadline && !opts.stop?.aborted) last = await step();
   return last;
+}
+
+/**
+ * How many messages a run compares (the candidates of health's index from activation to its start): the
+ * progress bar's total, counted once; 0 where it cannot be counted (then the bar shows the time only).
+ */
+async function candidates(client: pg.ClientBase, schema: string, startedAt: string): Promise<number> {
+  const s = quoteIdent(schema);
+  try {
+    return (await inStep(client, () => client.query(
+      `SELECT count(*)::float8 AS n FROM ${s}.task_session_messages AS m
+        WHERE m.created_at >= ${s}.subagent_context_capture_since() AND m.created_at < $1::timestamp
+          AND ${s}.subagent_may_qualify(m.metadata)`, [startedAt]))).rows[0].n as number;
+  } catch {
+    return 0;
+  }
 }
 
 /**
@@ -70,8 +94,13 @@ export async function reconcileAll(client: pg.ClientBase, schema: string, opts: 
     const notBefore = opts.now
       ? (await client.query(`SELECT (clock_timestamp() AT TIME ZONE 'UTC')::text AS now`)).rows[0].now as string : null;
     let last: ReconcileStep;
+    let total: number | null = null;
     for (let busy = 0; ; ) {
       last = await reconcileStep(client, schema, notBefore);
+      if (shown && last.started_at) {
+        total ??= await candidates(client, schema, last.started_at);
+        if (total) shown.update(Math.min(last.messages_compared ?? 0, total), total);
+      }
       if (last.status === 'stepped') continue;
       // Another session holds the step for an instant (the exporter's background slice): wait for it, up to ~10 s.
       if (last.status === 'busy' && opts.now && ++busy < 100) { await new Promise((r) => setTimeout(r, 100)); continue; }

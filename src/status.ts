@@ -5,8 +5,11 @@
 import { quoteIdent } from '#sql';
 import { formatCount } from './count.js';
 
-/** How loud a verdict is: ok (exit 0), alarm (a missed subagent, exit 1), attention (capture is off or not set up, exit 2). */
-export type Alarm = 'ok' | 'alarm' | 'attention';
+/**
+ * How loud a verdict is: ok (exit 0), alarm (a missed subagent or a stale row, exit 1), behind (not all
+ * compared yet, exit 1: the check is behind, not capture), attention (capture is off or not set up, exit 2).
+ */
+export type Alarm = 'ok' | 'alarm' | 'behind' | 'attention';
 
 export interface StatusFacts {
   /** The CLI's exit status (docs/health.md, exit status). */
@@ -57,6 +60,20 @@ export const STATUSES = {
     advice: (_schema, shortfall) => `${plural(shortfall ?? 0, 'subagent')} written since activation ${shortfall === 1 ? 'has' : 'have'} no row. ` +
       'Find why (trigger state, failures below), then run `subagent-context repair`. See docs/health.md.',
   },
+  stale: {
+    exit: 1, alarm: 'alarm',
+    sentence: 'Capture failures are recorded and not replayed yet: their rows may be missing or out of date. Run `subagent-context repair`.',
+    advice: (schema) => 'capture failed on some subagent writes since activation and `repair` has not replayed them yet, so their ' +
+      `rows may be missing or out of date (SELECT * FROM ${quoteIdent(schema)}.subagent_context_failures WHERE replayed_at IS NULL). ` +
+      'Run `subagent-context repair`. See docs/health.md.',
+  },
+  behind: {
+    exit: 1, alarm: 'behind',
+    sentence: 'Nothing found missing so far, but subagent messages written since the last comparison are not compared yet: the check is behind, not capture.',
+    advice: () => 'nothing found missing so far, but subagent messages written since the last comparison are not compared yet ' +
+      '(uncompared below). The background comparison catches up by itself (every health call and the metrics exporter advance it); ' +
+      '`subagent-context health --full` compares everything now, and `subagent-context repair` compares and stores what is missing. See docs/health.md.',
+  },
   idle: {
     exit: 0, alarm: 'ok',
     sentence: 'Activated; no subagent has been written since.',
@@ -78,7 +95,7 @@ export function statusFacts(status: string): StatusFacts | undefined {
   return (STATUSES as Record<string, StatusFacts>)[status];
 }
 
-/** The CLI's exit status for a verdict: 0 healthy or idle, 1 shortfall, 2 capture off or not set up. */
+/** The CLI's exit status for a verdict: 0 healthy or idle, 1 shortfall, stale or behind, 2 capture off or not set up. */
 export function exitCodeFor(status: HealthStatus): 0 | 1 | 2 {
   return STATUSES[status].exit;
 }

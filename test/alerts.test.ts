@@ -36,7 +36,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const r = await run(promtool!, ['check', 'rules', RULES]);
     console.log(r.out.trim());
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toContain('SUCCESS: 11 rules found');
+    expect(r.out).toContain('SUCCESS: 13 rules found');
   });
 
   it('test rules: each alert is quiet when healthy and fires after its `for`', async () => {
@@ -50,7 +50,7 @@ describe.skipIf(!promtool)('promtool', () => {
     const { readFileSync } = await import('node:fs');
     const alerts = [...readFileSync(RULES, 'utf8').matchAll(/^\s+- alert: (\w+)$/gm)].map((m) => m[1]);
     const tests = readFileSync(RULE_TESTS, 'utf8');
-    expect(alerts).toHaveLength(11);
+    expect(alerts).toHaveLength(13);
     for (const a of alerts) expect(tests, a).toMatch(new RegExp(`alertname: ${a}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
   });
 });
@@ -133,7 +133,7 @@ describe.skipIf(!prometheus)('the real prometheus scrapes `metrics --listen`', a
     for (const n of ['subagent_context_up', 'subagent_context_shortfall', 'subagent_context_last_subagent_message_timestamp_seconds',
       'subagent_context_persisted_total', 'subagent_context_info']) expect(names).toContain(n);
     const groups = await until('/api/v1/rules', (b) => (b.data.groups.length ? b.data.groups : undefined));
-    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(11);
+    expect(groups[0].rules.map((r: any) => r.name)).toHaveLength(13);
     expect(groups[0].rules.every((r: any) => r.health === 'ok'), JSON.stringify(groups[0].rules.map((r: any) => r.lastError))).toBe(true);
 
     // The database answers for every schema: no "unreachable"; nothing installed is the trigger alert, and

@@ -158,7 +158,7 @@ describe('Grafana dashboard (sql/dashboards/grafana-dashboard.json)', () => {
     expect(health, 'one health query in the whole dashboard').toHaveLength(1);
     const source = health[0].panel;
     const readers = dashboard.panels.filter((p) => p.datasource?.uid === '-- Dashboard --');
-    expect(readers.map((p) => p.title)).toEqual(['Excess (never alarms)', 'Trigger enabled', 'Activated', 'Last observed (UTC)',
+    expect(readers.map((p) => p.title)).toEqual(['Excess (never alarms)', 'Not compared yet', 'Trigger enabled', 'Activated', 'Last observed (UTC)',
       'Failures since activation']);
     for (const p of readers) {
       expect(p.datasource).toEqual({ type: 'datasource', uid: '-- Dashboard --' });

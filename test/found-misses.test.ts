@@ -178,6 +178,10 @@ describe('a found miss whose message goes away: deleted, or rewritten as somethi
     await writer.query(`UPDATE gone.task_session_messages SET metadata = '{}' WHERE id = 'rewritten'`);
     await writer.end();
     expect(await health('gone')).toMatchObject({ shortfall: 0, status: 'healthy' });
+    // Health is a reader (it writes nothing: docs/health.md#a-reader); the next reconciliation step drops
+    // the resolved keys from the record.
+    expect(await q(`SELECT count(*)::int AS n FROM gone.subagent_context_missing_keys`)).toEqual([{ n: 2 }]);
+    await step('gone');
     expect(await q(`SELECT count(*)::int AS n FROM gone.subagent_context_missing_keys`)).toEqual([{ n: 0 }]);
     expect((await q(`SELECT count(*)::int AS n FROM gone.task_session_subagents`))[0].n).toBe(3);
   });

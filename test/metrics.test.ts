@@ -108,6 +108,9 @@ describe('metrics --listen', () => {
                                                  WHERE metadata LIKE '%subagent_task%' AND created_at >= '2099-01-01'`)).rows[0].s);
     expect(Object.fromEntries([...m.keys()].map((k) => [k, value(m, k)]))).toEqual({
       subagent_context_up: 1,
+      subagent_context_slow: 0,
+      subagent_context_evaluation_seconds: expect.any(Number),
+      subagent_context_evaluation_age_seconds: expect.any(Number),
       subagent_context_permission_denied: 0,
       subagent_context_upgrade_required: 0,
       subagent_context_activated: 1,
@@ -115,6 +118,7 @@ describe('metrics --listen', () => {
       subagent_context_trigger_enabled: 1,
       subagent_context_shortfall: 0,
       subagent_context_excess: 0,
+      subagent_context_uncompared: 0,
       subagent_context_last_observed_timestamp_seconds: Date.UTC(2099, 0, 1, 0, 0, 9) / 1000,
       subagent_context_last_subagent_message_timestamp_seconds: lastMessage,
       subagent_context_reconciled_timestamp_seconds: reconciled,
@@ -153,7 +157,8 @@ describe('metrics --listen', () => {
     await db.query('DROP SCHEMA doomed CASCADE');
     const text = await (await fetch(url)).text();
     const m = parse(text);
-    expect([...m.keys()]).toEqual(['subagent_context_up']);
+    // Only what is known: how long the failed evaluation took and how old it is, beside up 0.
+    expect([...m.keys()]).toEqual(['subagent_context_up', 'subagent_context_evaluation_seconds', 'subagent_context_evaluation_age_seconds']);
     expect(value(m, 'subagent_context_up')).toBe(0);
     expect(text).toMatch(/^# scrape error: schema "doomed" not found\. Pass the schema that holds kandev's tables with --schema\.$/m);
     child.kill('SIGINT');
@@ -257,6 +262,11 @@ describe('metrics --once --json', () => {
     expect(o.subagent_context_info).toEqual({ installed_version: m.get('subagent_context_info')!.metrics[0].labels!.installed_version, package_version: PACKAGE_VERSION });
     for (const def of METRICS) {
       if (def.name === 'subagent_context_status' || def.name === 'subagent_context_info') continue;
+      // Two evaluations, two timings: present in both, equal in neither.
+      if (def.name === 'subagent_context_evaluation_seconds' || def.name === 'subagent_context_evaluation_age_seconds') {
+        expect(o[def.name], def.name).toEqual(expect.any(Number));
+        continue;
+      }
       expect(o[def.name], def.name).toBe(m.has(def.name) ? value(m, def.name) : null);
     }
     expect(Object.keys(o)).toEqual(['schema', ...METRICS.map((d) => d.name), 'error']);

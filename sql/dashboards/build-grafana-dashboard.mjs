@@ -90,10 +90,13 @@ export function buildDashboard() {
 
   const panels = [
     { id: ++id, type: 'row', title: 'Capture health', collapsed: false, gridPos: pos(0, 0, 24, 1), panels: [] },
-    { ...stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 5, 4), [green, { color: 'red', value: 1 }]),
+    { ...stat('Shortfall (missed subagents)', 'health.sql', 'shortfall', pos(0, 1, 4, 4), [green, { color: 'red', value: 1 }]),
       // On the panel, where Grafana shows it as the title's tooltip (a field's description shows nowhere here).
       description: 'The only alarm. Run `subagent-context repair`. Empty before activation.' },
-    stat('Excess (never alarms)', 'health.sql', 'excess', pos(5, 1, 4, 4), [{ color: 'blue', value: null }]),
+    stat('Excess (never alarms)', 'health.sql', 'excess', pos(4, 1, 2, 4), [{ color: 'blue', value: null }]),
+    { ...stat('Not compared yet', 'health.sql', 'uncompared', pos(6, 1, 3, 4), [green, { color: 'orange', value: 1 }]),
+      description: 'Subagent messages written since the last comparison that health has not compared yet (status behind): ' +
+        'the background comparison catches up; `subagent-context health --full` compares them now. Counted up to a cap: the cap means at least.' },
     stat('Trigger enabled', 'health.sql', 'trigger_enabled', pos(9, 1, 4, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],
       { mappings: [{ type: 'value', options: { true: { text: 'enabled', color: 'green' }, false: { text: 'DISABLED', color: 'red' } } }] }),
     stat('Activated', 'health.sql', 'activated', pos(13, 1, 3, 4), [{ color: 'red', value: null }, { color: 'green', value: 1 }],

@@ -6,7 +6,7 @@
 SELECT h.activated,
        @extschema@.subagent_context_trigger_state() IS NOT NULL AS trigger_installed,
        h.trigger_enabled,
-       h.shortfall, h.excess, h.failures, h.collisions,
+       h.shortfall, h.excess, h.failures, h.collisions, h.uncompared,
        h.status, h.installed_version,
        extract(epoch FROM h.last_observed_at)::float8 AS last_observed_seconds,
        extract(epoch FROM h.reconciled_at)::float8 AS reconciled_seconds,

@@ -1,24 +1,27 @@
 import type { Command, CommandContext } from './types.js';
-import { isSessionEnded, sessionEndedSentence, withClient, type Client } from '../db.js';
+import { inStep, isSessionEnded, sessionEndedSentence, withClient, type Client } from '../db.js';
 import { UserError } from '../errors.js';
 import { healthReport, healthTarget, type HealthReport, type Stats } from '../health.js';
 import { OtherRelease } from '../installed.js';
 import { cancelOnInterrupt } from '../interrupt.js';
-import { reconcileAll, reconcileFor } from '../reconcile.js';
+import { reconcileAll, reconcileFor, SHORT_STEP_MESSAGES } from '../reconcile.js';
+import { holdersSentence } from '../holders.js';
 import { printJson, keyValues, bold, formatCount, green, red, yellow, safe } from '../output.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
 import { HEALTH_STATUSES, STATUSES } from '../status.js';
 
 export const healthCommand: Command = {
   name: 'health',
-  summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall, 2 not activated or trigger off, 3 error',
+  summary: 'is capture complete since activation? exit 0 healthy/idle, 1 shortfall/stale/behind, 2 not activated or trigger off, 3 error',
   usage: `subagent-context health [--database-url URL] [--schema S] [--json] [--full]
 
 Compares the subagent messages written since activation (the capture_since key) with the rows
-captured since then. It costs what was written since the newest reconciliation (a full comparison kept
-in the database, in bounded steps): the missing keys that reconciliation recorded are checked again,
-and what was written since it started is compared now. After answering, it gives the reconciliation
-about a second of work on a server that can write, so a regular health check keeps it current.
+captured since then. Its cost is bounded whatever happened (docs/health.md#bounded-in-every-state): the
+reconciliation (a full comparison kept in the database, in bounded steps) records what it compared and
+the missing keys it found; health counts those, checks the newest of them again, compares the newest
+messages written since, and counts (uncompared) what it did not compare. It writes nothing. After
+answering, it gives the reconciliation a few tenths of a second of work on a server that can write, so a
+regular health check helps keep it current (the metrics exporter does the most).
 
 Options:
   --full   compare everything written up to now first: a complete reconciliation from the start
@@ -26,7 +29,9 @@ Options:
 
 Exit status:
   0  healthy, or idle (activated, no subagent message since then); excess alone is never an alarm
-  1  shortfall: a subagent message since activation has no row; run \`subagent-context repair\`
+  1  shortfall: a subagent message since activation has no row; run \`subagent-context repair\`;
+     stale: capture failures not replayed yet (repair replays them); behind: nothing missing found
+     so far, but messages written since the last comparison are not compared yet (uncompared)
   2  not installed, not activated, or the capture trigger is missing or disabled
   3  could not check: unreachable, login refused, missing privilege, bad arguments, or another release
      is installed (run \`subagent-context up\`; --json: status upgrade_required); never 0, 1 or 2
@@ -35,7 +40,7 @@ The status word is subagent_context_health()'s status column, the one verdict th
 metrics and the dashboard also show: ${HEALTH_STATUSES.join(', ')}.
 
 --json prints one object: status, installed_version, activated, capture_since, backfill_through,
-shortfall, excess, last_observed_at, trigger_enabled, failures, collisions, reconciled_at, stats,
+shortfall, excess, last_observed_at, trigger_enabled, failures, collisions, reconciled_at, uncompared, stats,
 upgrade_available. See docs/health.md.
 
 Examples:
@@ -49,12 +54,15 @@ Examples:
     return withClient(ctx.databaseUrl, async (client) => {
       const installed = await healthTarget(client, ctx.schema).catch((err) => otherRelease(err, ctx));
       if (ctx.args.full && installed?.health) await fullReconciliation(client, ctx);
-      const report = await healthReport(client, ctx.schema, installed);
+      const report = await boundedHealthReport(client, ctx, installed);
       try {
         return answer(report, ctx);
       } finally {
-        // Background work for the next call, after the verdict is out; its faults are not this check's.
-        if (report.health.activated && !ctx.args.full) await reconcileFor(client, ctx.schema).catch(() => null);
+        // Background work for the next call, after the verdict is out, in small steps so that the command
+        // still ends within a second; its faults are not this check's.
+        if (report.health.activated && !ctx.args.full) {
+          await reconcileFor(client, ctx.schema, { batchMessages: SHORT_STEP_MESSAGES }).catch(() => null);
+        }
       }
     });
   },
@@ -95,6 +103,23 @@ async function fullReconciliation(client: Client, ctx: CommandContext): Promise<
   }
 }
 
+/** How long health's read may take: it costs milliseconds (sql/health.sql), so this is only ever a server held up. */
+export const HEALTH_TIMEOUT_MS = 10_000;
+
+/**
+ * The health report under a statement_timeout of its own transaction; past it, one sentence says who holds
+ * it up (src/holders.ts) and the exit status is 3 (could not check).
+ */
+async function boundedHealthReport(client: Client, ctx: CommandContext, installed: Awaited<ReturnType<typeof healthTarget>>): Promise<HealthReport> {
+  try {
+    return await inStep(client, () => healthReport(client, ctx.schema, installed), { statement_timeout: `${HEALTH_TIMEOUT_MS}ms` });
+  } catch (err) {
+    if ((err as { code?: string }).code !== '57014') throw err;
+    throw new UserError(`health did not answer within ${HEALTH_TIMEOUT_MS / 1000} s and was cancelled` +
+      `${await holdersSentence(ctx.databaseUrl!, ctx.schema)}.`);
+  }
+}
+
 function answer(report: HealthReport, ctx: CommandContext): number {
   const { status, exitCode, health, stats } = report;
   if (ctx.json) {
@@ -121,6 +146,9 @@ function answer(report: HealthReport, ctx: CommandContext): number {
     ['trigger', status === 'trigger_missing' ? 'MISSING' : health.trigger_enabled ? 'installed, enabled' : 'installed, DISABLED'],
     ['failures', health.failures === null ? n(null)
       : `${formatCount(health.failures)}${health.failures > 0 ? ` since activation (SELECT * FROM ${quoteIdent(ctx.schema)}.subagent_context_failures ORDER BY occurred_at DESC)` : ''}`],
+    ['uncompared', health.uncompared === null ? n(null)
+      : health.uncompared > 0 ? `${formatCount(health.uncompared)}  <- subagent messages written since the last comparison not compared yet ` +
+        '(the background comparison catches up; `health --full` compares them now)' : '0'],
     ['reconciled', health.reconciled_at === null ? (health.activated ? 'no complete reconciliation yet (run `subagent-context health --full`)' : '-')
       : `${safe(health.reconciled_at)} (history before it compared then; only later writes compared now)`],
     ['collisions', `${formatCount(health.collisions ?? 0)}${(health.collisions ?? 0) > 0 ? ' rows share a (session, tool call) with a row of another execution' : ''}`],

@@ -69,11 +69,12 @@ Examples:
     if (ctx.json && !ctx.args.once) throw new UserError('--json goes with --once (a scrape is always the Prometheus text format).');
     if (ctx.args.once) {
       const evaluation = await evaluate(target);
-      // The background share of the reconciliation; a fault there is not this scrape's (logged, scrubbed).
-      await afterEvaluation(evaluation, { ...target, signal: new AbortController().signal })
-        .catch((err: unknown) => console.error(`after evaluation: ${scrubSecrets(String((err as Error)?.message ?? err), target.databaseUrl)}`));
       if (ctx.json) printJson(metricsJson(ctx.schema, evaluation));
       else process.stdout.write(formatMetrics(ctx.schema, evaluation));
+      // The background share of the reconciliation, once the metrics are out; a fault there is not this
+      // scrape's (logged, scrubbed).
+      await afterEvaluation(evaluation, { ...target, signal: new AbortController().signal, once: true })
+        .catch((err: unknown) => console.error(`after evaluation: ${scrubSecrets(String((err as Error)?.message ?? err), target.databaseUrl)}`));
       if (!evaluation.up) throw new UserError(evaluation.error ?? 'the database could not be read.');
       return 0;
     }

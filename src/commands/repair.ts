@@ -7,6 +7,7 @@ import { readHealth } from '../health.js';
 import { sameRelease } from '../installed.js';
 import { exitCodeFor, STATUSES } from '../status.js';
 import { formatCount, printJson, step, yellow } from '../output.js';
+import { reconcileAll } from '../reconcile.js';
 
 export const repairCommand: Command = {
   name: 'repair',
@@ -20,10 +21,17 @@ under the message's metadata.agent_execution_id, else 'unknown'). Rows of other 
 In batches, each a short transaction; then reads the shortfall again and says what, if anything, is still
 missing (see docs/health.md).
 
---json prints {"repaired": N, "replayed": R, "classified": C, "shortfall": M, "status": S, "stays": {...}}:
-rows stored, failures replayed, failures classified by this run as never replayable, the shortfall
-afterwards, health's status (a disabled trigger is still trigger_disabled: repair stores rows, it does not
-turn capture back on), and what stays and why: "held" (a transaction still holds the row: run again later),
+First it compares everything written up to now (a complete reconciliation, as \`health --full\`, with
+progress on a terminal), so it stores every row that \`health --full\` would find missing, back-dated ones
+included. It ends with what it stored, what is still missing and why (as far as health knows), and what
+was written meanwhile and is not compared yet.
+
+--json prints {"repaired": N, "replayed": R, "classified": C, "compared": K, "held": H, "unreplayed": U,
+"shortfall": M, "uncompared": X, "status": S, "stays": {...}}: rows stored, failures replayed, failures
+classified by this run as never replayable, subagent messages compared first, rows a transaction still
+held, failures whose write failed again, the shortfall afterwards, messages not compared yet, health's
+status (a disabled trigger is still trigger_disabled: repair stores rows, it does not turn capture back
+on), and what stays and why: "held" (a transaction still holds the row: run again later),
 "stale_failures" (failures still to replay), "key_too_long" and "value_not_storable" (failures no run can
 replay), "missing_key_too_long" and "missing_reused_tool_call_id" (missing keys no run can store). See
 docs/reliability.md#failure-log.
@@ -34,22 +42,33 @@ Example:
     return withClient(ctx.databaseUrl, async (client) => {
       await sameRelease(client, ctx.schema);
       await assertWritable(client);
-      const done = { repaired: 0, replayed: 0, classified: 0, held: 0, unreplayed: 0 };
+      const done = { repaired: 0, replayed: 0, classified: 0, held: 0, unreplayed: 0, compared: 0 };
+      const stream = ctx.json ? undefined : process.stderr;
       await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: async () => `repair stopped: ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
           `${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'} replayed in the batches that had committed ` +
           '(the one running was rolled back); run `subagent-context repair` again to do the rest.',
-      }, () => repair(client, ctx.schema, done, ctx.json ? undefined : process.stderr));
+      }, async () => {
+        // First a complete comparison of everything written up to now (health --full's), so that what
+        // repair stores is everything `health --full` would find, back-dated messages included.
+        const last = await reconcileAll(client, ctx.schema, { stream, now: true });
+        done.compared = last.messages_compared ?? 0;
+        await repair(client, ctx.schema, done, stream);
+      });
       const health = await readHealth(client, ctx.schema);
       const shortfall = health.shortfall ?? 0;
+      const uncompared = health.uncompared ?? 0;
       const stays = { held: done.held, ...await leftovers(client, ctx.schema) };
       if (ctx.json) {
-        printJson({ repaired: done.repaired, replayed: done.replayed, classified: done.classified, shortfall, status: health.status, stays });
+        printJson({ repaired: done.repaired, replayed: done.replayed, classified: done.classified, compared: done.compared,
+          held: done.held, unreplayed: done.unreplayed, shortfall, uncompared, status: health.status, stays });
       } else {
-        const replayed = done.replayed ? `, replayed ${formatCount(done.replayed)} failed capture${done.replayed === 1 ? '' : 's'}` : '';
-        console.log(`repaired ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'}${replayed}; ` +
-          `shortfall now ${formatCount(shortfall)}`);
+        console.log(summary(done, shortfall, uncompared));
         for (const line of staysSentences(stays, shortfall)) console.log(yellow(line));
+        if (uncompared > 0) {
+          console.log(yellow(`${formatCount(uncompared)} subagent message${uncompared === 1 ? '' : 's'} written while repair ran ` +
+            '(or since) are not compared yet; the next `subagent-context health` or scrape goes on comparing them.'));
+        }
         // Stored rows do not turn capture back on: with the trigger disabled, every new subagent is missed again.
         if (exitCodeFor(health.status) === 2) {
           console.log(yellow(`health is still ${health.status} (exit 2): ${STATUSES[health.status].advice(ctx.schema, shortfall)}`));
@@ -60,7 +79,7 @@ Example:
   },
 };
 
-interface Done { repaired: number; replayed: number; classified: number; held: number; unreplayed: number }
+interface Done { repaired: number; replayed: number; classified: number; held: number; unreplayed: number; compared: number }
 
 /** What stays after a repair, and why (subagent_context_repair_leftovers(), plus the keys held during this run). */
 interface Stays {
@@ -112,6 +131,17 @@ export function staysSentences(stays: Stays, shortfall: number): string[] {
   }
   return lines;
 }
+
+const plural = (n: number, one: string, many = `${one}s`) => `${formatCount(n)} ${n === 1 ? one : many}`;
+
+/** What repair did and what is left, in one line: never "shortfall now 0" while something is left. */
+function summary(done: Done, shortfall: number, uncompared: number): string {
+  const replayed = done.replayed ? `, replayed ${plural(done.replayed, 'failed capture')}` : '';
+  const left = shortfall === 0 && uncompared === 0 ? 'shortfall now 0, nothing left to compare'
+    : `still missing ${formatCount(shortfall)}${uncompared > 0 ? `, not compared yet ${formatCount(uncompared)}` : ''}`;
+  return `compared ${plural(done.compared, 'subagent message')}, stored ${plural(done.repaired, 'missing row')}${replayed}; ${left}`;
+}
+
 
 /** Failed captures replayed, then missing keys stored, batch after batch (each its own transaction), counting into `done`. */
 async function repair(client: pg.Client, schema: string, done: Done, stream?: NodeJS.WriteStream): Promise<void> {

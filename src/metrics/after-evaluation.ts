@@ -5,12 +5,18 @@
 import type pg from 'pg';
 import type { Evaluation, EvaluationTarget } from './evaluate.js';
 import { quoteIdent } from '#sql';
-import { reconcileFor, type ReconcileStep } from '../reconcile.js';
+import { reconcileFor, SHORT_STEP_MESSAGES, type ReconcileStep } from '../reconcile.js';
 import { connectClient } from '../tls.js';
 
 export interface AfterEvaluationContext extends EvaluationTarget {
   /** Aborted when the exporter stops: stop early, leave nothing running. */
   signal: AbortSignal;
+  /**
+   * `metrics --once`: a short slice (BACKGROUND_MS, small steps), as `health` gives. Otherwise (the
+   * exporter) as long as there is work: after a burst the comparison catches up at its own rate, one
+   * bounded step after another, whether scrapes come often, rarely, or time out.
+   */
+  once?: boolean;
 }
 
 /** Schemas whose reconciliation this process's role may not advance: said once, then not tried again. */
@@ -22,8 +28,10 @@ const notPermitted = new Set<string>();
  * answers 'read_only' at once and nothing is written.
  */
 export async function afterEvaluation(evaluation: Evaluation, context: AfterEvaluationContext): Promise<ReconcileStep | null> {
-  if (!evaluation.up || evaluation.upgradeRequired !== false || evaluation.row?.activated !== true || context.signal.aborted
-      || notPermitted.has(context.schema)) return null;
+  // A slow evaluation (the database answered, health ran out of time) is the one that most needs the
+  // comparison to move on: the step answers 'not_activated' at once where there is nothing to do.
+  const readable = evaluation.up ? evaluation.upgradeRequired === false && evaluation.row?.activated === true : evaluation.slow === true;
+  if (!readable || context.signal.aborted || notPermitted.has(context.schema)) return null;
   let client: pg.Client | undefined;
   const stop = () => { void client?.end().catch(() => {}); };
   context.signal.addEventListener('abort', stop, { once: true });
@@ -32,7 +40,8 @@ export async function afterEvaluation(evaluation: Evaluation, context: AfterEval
       attempt.on('error', () => {});  // a dropped connection surfaces on the next query, which fails the step
       client = attempt;
     });
-    return await reconcileFor(connected, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs });
+    return await reconcileFor(connected, context.schema, { stop: context.signal, statementTimeoutMs: context.timeoutMs,
+      ...(context.once ? { batchMessages: SHORT_STEP_MESSAGES } : { budgetMs: Infinity }) });
   } catch (err) {
     // The exporter is stopping and closed this connection on purpose: the step's error is that, not a fault.
     if (context.signal.aborted) return null;

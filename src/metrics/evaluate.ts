@@ -8,6 +8,7 @@ import { readInstalled } from '../installed.js';
 import { sendCancel } from '../pooler.js';
 import { connectClient } from '../tls.js';
 import { rememberSecret, scrubSecrets } from '../secrets.js';
+import { holdersSentence } from '../holders.js';
 import type { HealthStatus } from '../status.js';
 
 export interface Evaluation {
@@ -25,6 +26,13 @@ export interface Evaluation {
   error?: string;
   /** The database answered but refused the exporter's role a privilege (SQLSTATE 42501): `error` names the GRANT. */
   permissionDenied?: boolean;
+  /**
+   * The database answered but health did not finish within the timeout (statement_timeout): slow, not
+   * down. `up` is false (nothing was read), and the alerts tell it from a database that does not answer.
+   */
+  slow?: boolean;
+  /** How long it took, in ms. */
+  durationMs?: number;
   /** When it finished, in ms since the epoch (what the cache's age is measured from). */
   finishedAt: number;
 }
@@ -139,6 +147,7 @@ export class Evaluator {
   /** Never rejects: every failure is an Evaluation with `up: false` and its reason. */
   async evaluate(signal?: AbortSignal): Promise<Evaluation> {
     const { databaseUrl, schema, timeoutMs } = this.target;
+    const startedAt = Date.now();
     let client: pg.Client | null = null;
     let stopped: string | undefined;
     let giveUp: (reason: Error) => void = () => {};
@@ -172,7 +181,7 @@ export class Evaluator {
       })();
       work.catch(() => {}); // when the deadline wins the race, whatever the connection does later is moot
       const known = await Promise.race([abandoned, work]);
-      return { ...known, finishedAt: Date.now() };
+      return { ...known, durationMs: Date.now() - startedAt, finishedAt: Date.now() };
     } catch (err) {
       // Whatever went wrong, the next evaluation starts on a fresh connection (this one may be mid-query,
       // in a failed transaction, or dead).
@@ -180,11 +189,13 @@ export class Evaluator {
       const e = err as { code?: string; message?: string };
       const explained = stopped || e.code === '57014' ? null : explain(err, databaseUrl, schema);
       const reason = stopped ?? (e.code === '57014'
-        ? `health took longer than ${timeoutMs / 1000} s (--timeout-seconds) and was cancelled by statement_timeout`
+        ? `the database answered, but health took longer than ${timeoutMs / 1000} s (--timeout-seconds) and was cancelled by ` +
+          `statement_timeout${await holdersSentence(databaseUrl, schema)}`
         // A missing privilege names the GRANT, as `report` does.
         : explained instanceof PrivilegeError ? privilegeMessage('metrics', schema, explained) : explained!.message);
       return { up: false, status: null, installedVersion: null, upgradeRequired: null, row: null,
-        error: scrubSecrets(reason, databaseUrl), permissionDenied: !stopped && e.code === '42501', finishedAt: Date.now() };
+        error: scrubSecrets(reason, databaseUrl), permissionDenied: !stopped && e.code === '42501', slow: !stopped && e.code === '57014',
+        durationMs: Date.now() - startedAt, finishedAt: Date.now() };
     } finally {
       clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);

@@ -17,6 +17,9 @@ const labelValue = (v: string) => `"${safe(v).replace(/\\/g, '\\\\').replace(/"/
 /** Every metric `metrics` can export, in order, with its type and help (also what `metrics --help` lists). */
 export const METRICS: MetricDef[] = [
   { name: 'subagent_context_up', type: 'gauge', help: '1 when the database answered this scrape and what is installed could be read (nothing installed counts), else 0.' },
+  { name: 'subagent_context_slow', type: 'gauge', help: 'When subagent_context_up is 0: 1 when the database answered but health did not finish within --timeout-seconds (slow, not down: the scrape error names who holds it up), else 0. Absent when the database could not be asked.' },
+  { name: 'subagent_context_evaluation_seconds', type: 'gauge', help: 'How long the evaluation served took (health and the counters), in seconds, whether or not it finished: how slow the check is, beside subagent_context_up.' },
+  { name: 'subagent_context_evaluation_age_seconds', type: 'gauge', help: 'How old the evaluation served is, in seconds (a cached one is reused for --cache-seconds).' },
   { name: 'subagent_context_permission_denied', type: 'gauge', help: "1 when the database answered but refused the exporter's role a privilege it needs (the scrape error names the GRANT), 0 when the scrape could read; absent when the database could not be asked." },
   { name: 'subagent_context_status', type: 'gauge', help: "Health's one verdict (subagent_context_health().status, or not_installed / trigger_orphaned when there is no installation to ask): 1 for the current value of the status label, 0 for the others. Absent when the installed release is too old to say." },
   { name: 'subagent_context_upgrade_required', type: 'gauge', help: 'Installations only: 1 when the installed release is not this exporter\'s (or was built for another PostgreSQL major): run `subagent-context up`.' },
@@ -28,6 +31,7 @@ export const METRICS: MetricDef[] = [
   { name: 'subagent_context_excess', type: 'gauge', help: 'Rows observed since activation without a qualifying message: reported, never an alarm.', column: 'excess' },
   { name: 'subagent_context_last_observed_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest row observed since activation. Absent when none.', column: 'last_observed_seconds' },
   { name: 'subagent_context_last_subagent_message_timestamp_seconds', type: 'gauge', help: 'Unix time of the newest subagent message created since activation. Absent when none.', column: 'last_message_seconds' },
+  { name: 'subagent_context_uncompared', type: 'gauge', help: 'Subagent messages written since the last comparison that health has not compared yet (counted up to a cap: the cap means at least). Above 0, the status is behind unless something worse; the background comparison catches up. Absent before activation.', column: 'uncompared' },
   { name: 'subagent_context_reconciled_timestamp_seconds', type: 'gauge', help: "Unix time health's newest complete reconciliation started (reconciled_at): the full comparison covers every message before it. Absent when none.", column: 'reconciled_seconds' },
   { name: 'subagent_context_capture_since_timestamp_seconds', type: 'gauge', help: 'Unix time of activation (the capture_since key). Absent before activation.', column: 'capture_since_seconds' },
   { name: 'subagent_context_failures', type: 'gauge', help: 'Capture failures recorded since activation that repair has not replayed yet.', column: 'failures' },
@@ -42,6 +46,10 @@ export const METRICS: MetricDef[] = [
 
 type Sample = { labels: Record<string, string>; value: number };
 
+/** The clock the evaluation's age is read against (a test may fix it). */
+let now = () => Date.now();
+export function setClock(clock: () => number): void { now = clock; }
+
 const numberOf = (v: unknown): number | null =>
   (v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : Number(v));
 
@@ -52,6 +60,9 @@ const numberOf = (v: unknown): number | null =>
 function samplesOf(m: MetricDef, e: Evaluation, packageVersion: string): Sample[] {
   if (m.name === 'subagent_context_up') return [{ labels: {}, value: e.up ? 1 : 0 }];
   if (m.name === 'subagent_context_permission_denied') return e.up || e.permissionDenied ? [{ labels: {}, value: e.up ? 0 : 1 }] : [];
+  if (m.name === 'subagent_context_slow') return e.up || e.slow || e.permissionDenied ? [{ labels: {}, value: e.slow ? 1 : 0 }] : [];
+  if (m.name === 'subagent_context_evaluation_seconds') return e.durationMs === undefined ? [] : [{ labels: {}, value: e.durationMs / 1000 }];
+  if (m.name === 'subagent_context_evaluation_age_seconds') return [{ labels: {}, value: Math.max(0, (now() - e.finishedAt) / 1000) }];
   if (!e.up) return [];
   switch (m.name) {
     case 'subagent_context_status':

@@ -140,7 +140,7 @@ export function describeReport(r: Report, generatedAt: string): ReportDocument {
     health: {
       status: h.status, shortfall: fmtInt(h.shortfall), excess: fmtInt(h.excess),
       alarm: alarmed ? {
-        tone: h.status === 'not_activated' ? 'warn' : 'alarm',
+        tone: h.status === 'not_activated' || h.status === 'behind' ? 'warn' : 'alarm',
         text: `${h.status}${h.status === 'shortfall' ? ` (${fmtInt(h.shortfall)} missing)` : ''}: ${statusFacts(h.status)?.sentence ?? ''}`,
       } : null,
     },

@@ -49,7 +49,7 @@ describe('after live writes only', async () => {
     expect(await health('live')).toEqual({
       activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0n, excess: 0n,
       last_observed_at: '2030-01-01 00:00:02.5', trigger_enabled: true, failures: 0n, collisions: 0n,
-      status: 'healthy', installed_version: PACKAGE_VERSION, reconciled_at: null,
+      status: 'healthy', installed_version: PACKAGE_VERSION, reconciled_at: null, uncompared: 0n,
     });
   });
 
@@ -61,7 +61,7 @@ describe('after live writes only', async () => {
       status: 'healthy', activated: true, capture_since: SINCE, backfill_through: '', shortfall: 0, excess: 0,
       last_observed_at: '2030-01-01T00:00:02.500000Z', trigger_enabled: true, failures: 0, collisions: 0,
       stats: { attempted: 3, skipped_no_identity: 0, persisted: 3, failed: 0, anomalous_value: 0, unknown_execution: 3 },
-      installed_version: PACKAGE_VERSION, upgrade_available: false, reconciled_at: null,
+      installed_version: PACKAGE_VERSION, upgrade_available: false, reconciled_at: null, uncompared: 0,
     });
     expect(r.stderr).toBe('');
   });
@@ -139,7 +139,7 @@ describe('a missed subagent beside a standing excess', async () => {
     const before = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ repaired: 1, replayed: 0, classified: 0, held: 0, unreplayed: 0, shortfall: 0, uncompared: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     const after = (await db.query(`SELECT * FROM miss.task_session_subagents ORDER BY id`)).rows;
     expect(after.filter((row) => row.tool_call_id !== 'toolu_missed')).toEqual(before);
     const [{ id, ...repaired }] = after.filter((row) => row.tool_call_id === 'toolu_missed');
@@ -152,7 +152,8 @@ describe('a missed subagent beside a standing excess', async () => {
     });
     expect(await health('miss')).toMatchObject({ shortfall: 0n, excess: 2n });
     const again = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'miss']);
-    expect(again).toEqual({ code: 0, stdout: 'repaired 0 missing rows; shortfall now 0\n', stderr: '' });
+    expect(again).toMatchObject({ code: 0, stderr: '' });
+    expect(again.stdout).toMatch(/^compared \d+ subagent messages?, stored 0 missing rows; shortfall now 0, nothing left to compare\n$/);
   });
 });
 
@@ -165,11 +166,12 @@ describe('repair with the capture trigger still disabled', async () => {
   it('stores the row, then says health is still trigger_disabled and what turns capture back on', async () => {
     expect((await healthJson('stilloff')).body).toMatchObject({ status: 'trigger_disabled', shortfall: 1 });
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'stilloff']);
-    expect(r).toEqual({ code: 0, stderr: '', stdout: 'repaired 1 missing row; shortfall now 0\n' +
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout.replace(/^compared \d+ subagent messages?, /, '')).toBe('stored 1 missing row; shortfall now 0, nothing left to compare\n' +
       'health is still trigger_disabled (exit 2): the capture trigger exists but does not fire: new subagents are not recorded. ' +
-      'Run `ALTER TABLE "stilloff".task_session_messages ENABLE TRIGGER subagent_context_capture;`, then `subagent-context repair`.\n' });
+      'Run `ALTER TABLE "stilloff".task_session_messages ENABLE TRIGGER subagent_context_capture;`, then `subagent-context repair`.\n');
     const json = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'stilloff', '--json']);
-    expect(JSON.parse(json.stdout)).toEqual({ repaired: 0, replayed: 0, classified: 0, shortfall: 0, status: 'trigger_disabled', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(json.stdout)).toMatchObject({ repaired: 0, replayed: 0, classified: 0, shortfall: 0, uncompared: 0, status: 'trigger_disabled', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     expect((await healthJson('stilloff')).code).toBe(2);
   });
 });
@@ -209,7 +211,7 @@ describe('under another session TimeZone', async () => {
     await kiritimati.query(`SET TIME ZONE 'Pacific/Kiritimati'`);
     const expected = { activated: true, capture_since: SINCE, backfill_through: '', shortfall: 1n, excess: 0n,
       last_observed_at: '2030-01-01 10:00:00', trigger_enabled: true, failures: 0n, collisions: 0n,
-      status: 'shortfall', installed_version: PACKAGE_VERSION, reconciled_at: null };
+      status: 'shortfall', installed_version: PACKAGE_VERSION, reconciled_at: null, uncompared: 0n };
     expect(await health('zone', utc)).toEqual(expected);
     expect(await health('zone', kiritimati)).toEqual(expected);
     // A hand-written key without a zone is read as UTC, whatever the session says.
@@ -265,7 +267,7 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     await db.query(`DELETE FROM off.kandev_meta`);
     expect(await health('off')).toEqual({ activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: true, failures: null, collisions: 0n,
-      status: 'not_activated', installed_version: PACKAGE_VERSION, reconciled_at: null });
+      status: 'not_activated', installed_version: PACKAGE_VERSION, reconciled_at: null, uncompared: null });
     const { code, body } = await healthJson('off');
     expect(code).toBe(2);
     expect(body).toMatchObject({ status: 'not_activated', activated: false, shortfall: null });
@@ -301,7 +303,7 @@ describe('not activated, trigger off, not installed: exit 2', async () => {
     expect(code).toBe(2);
     expect(body).toEqual({ status: 'not_installed', activated: false, capture_since: null, backfill_through: null,
       shortfall: null, excess: null, last_observed_at: null, trigger_enabled: false, failures: null,
-      collisions: null, stats: null, installed_version: null, upgrade_available: false, reconciled_at: null });
+      collisions: null, stats: null, installed_version: null, upgrade_available: false, reconciled_at: null, uncompared: null });
   });
 });
 
@@ -320,7 +322,7 @@ describe('a tool_call_id reused after activation in the same session (README.md#
     expect(await health('reuse')).toMatchObject({ shortfall: 1n, excess: 0n, last_observed_at: null });
     const r = await runCli(cli, ['repair', '--database-url', db.url, '--schema', 'reuse']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe('repaired 0 missing rows; shortfall now 1\n' +
+    expect(r.stdout.replace(/^compared \d+ subagent messages?, /, '')).toBe('stored 0 missing rows; still missing 1\n' +
       '1 still missing because a row for the same session and tool call exists, observed before capture_since ' +
       '(a reused tool_call_id): repair never touches an existing row. See docs/health.md.\n');
     const { rows } = await db.query(`SELECT tool_call_id, source, observed_at FROM reuse.task_session_subagents`);
