@@ -1,45 +1,14 @@
-// What the health-at-any-size cases (08-11) share: the reconciliation API they need (and skip without),
-// a store whose whole history counts as written since activation with the reconciliation current, new
+// What the health-at-any-size cases (08-11) share: a store whose whole history counts as written since activation with the reconciliation current, new
 // traffic written on top, the CLI as a child process, and sampling pg_stat_activity while something runs.
 import type pg from 'pg';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { now, open } from './harness.js';
 import { STORE_BASE, benchPlan, relabel } from './stores.js';
 import { createRows, writeSession } from './replay.js';
 import type { PlannedSession, Write } from '../kandev/traffic-plan.js';
 import { reconcileStep, type ReconcileStep } from '../src/reconcile.js';
-
-const NOT_YET = 'this case runs once the branch has it (rebase on main)';
-
-/**
- * Why this package's SQL has no reconciliation API, or null when it has: checked before a case builds its
- * stores (the 4M one takes minutes), from the files `up` installs.
- */
-export function reconcileApiNotShipped(): string | null {
-  return definedInSql('subagent_context_reconcile') ? null : `sql/ defines no subagent_context_reconcile(): ${NOT_YET}`;
-}
-
-/** Whether a file of sql/ creates the function `name` in the installation's schema. */
-export function definedInSql(name: string): boolean {
-  const dir = join(PACKAGE_ROOT, 'sql');
-  const re = new RegExp(`FUNCTION\\s+@extschema@\\.${name}\\s*\\(`);
-  return readdirSync(dir).filter((f) => f.endsWith('.sql')).some((f) => re.test(readFileSync(join(dir, f), 'utf8')));
-}
-
-/** Why the reconciliation API is not usable in this database, or null when it is. */
-export async function reconcileApiMissing(c: pg.ClientBase): Promise<string | null> {
-  const { rows: [r] } = await c.query(`SELECT
-      to_regprocedure('subagent_context_reconcile(timestamp without time zone)') IS NOT NULL AS reconcile,
-      EXISTS (SELECT 1 FROM pg_proc AS p WHERE p.proname = 'subagent_context_health'
-                 AND 'reconciled_at' = ANY (p.proargnames)) AS reconciled_at`);
-  if (r.reconcile && r.reconciled_at) return null;
-  return `the reconciliation API is not installed here (${[!r.reconcile && 'subagent_context_reconcile(timestamp)',
-    !r.reconciled_at && 'subagent_context_health().reconciled_at'].filter(Boolean).join(', ')} missing): ` +
-    NOT_YET;
-}
 
 /** A step of a run: its counts are there (reconcileToCompletion refuses the statuses without one). */
 type RunStep = ReconcileStep & { messages_compared: number; missing: number; excess: number };

@@ -379,7 +379,7 @@ describe('(d) the session TimeZone', () => {
       expect(numbers).toEqual({
         activated: true, backfill_through: '2026-08-12T09:00:00.000000000Z', shortfall: 1n, excess: 1n,
         last_observed_at: '2027-01-01 00:00:00', trigger_enabled: true, failures: 0n, collisions: 0n,
-        status: 'shortfall', installed_version: PACKAGE_VERSION,
+        status: 'shortfall', installed_version: PACKAGE_VERSION, uncompared: 0n,
       });
     }
     expect(k.stats).toEqual(u.stats);

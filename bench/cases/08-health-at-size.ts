@@ -4,7 +4,7 @@
 // messages of the traffic mix arrived since that reconciliation. Health's time must not grow with history.
 import { QUICK, open, summary, type BenchCase, type Metrics, type Summary } from '../harness.js';
 import { largeStores, HEALTH_STORE_SIZES, sizeName } from '../stores.js';
-import { reconcileApiNotShipped, reconcileApiMissing, activateBeforeHistory, reconcileToCompletion, timedHealth, newTraffic } from '../reconcile.js';
+import { activateBeforeHistory, reconcileToCompletion, timedHealth, newTraffic } from '../reconcile.js';
 
 const NEW_MESSAGES = 1000;
 const [SMALL, LARGE] = [HEALTH_STORE_SIZES[0], HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1]];
@@ -22,8 +22,6 @@ const kase: BenchCase = {
     { name: 'T8 shortfall + excess', metric: 'shortfall_plus_excess', comparator: '==', limit: 0 },
   ],
   async run(ctx) {
-    const absent = reconcileApiNotShipped();
-    if (absent) return { metrics: {}, skipped: absent };
     const stores = await largeStores(ctx, [SMALL, LARGE]);
     const rounds = QUICK ? 3 : 9;
     const metrics: Metrics = {};
@@ -34,8 +32,6 @@ const kase: BenchCase = {
       const which = i === 0 ? 'small' : 'large';
       const c = await open(store.url);
       try {
-        const missing = await reconcileApiMissing(c);
-        if (missing) return { metrics: {}, skipped: missing };
         await activateBeforeHistory(c);
         const rec = await reconcileToCompletion(c, true);  // a complete one, timed
         metrics[`reconcile_s_${which}`] = rec.seconds;

@@ -9,7 +9,7 @@
 import { QUICK, open, summary, type BenchCase, type Metrics, type Summary } from '../harness.js';
 import { largeStores, HEALTH_STORE_SIZES, sizeName } from '../stores.js';
 import {
-  reconcileApiNotShipped, reconcileApiMissing, reconciledSinceHistory, startExporter, scrape, sampling,
+  reconciledSinceHistory, startExporter, scrape, sampling,
 } from '../reconcile.js';
 
 const [SMALL, LARGE] = [HEALTH_STORE_SIZES[0], HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1]];
@@ -31,8 +31,6 @@ const kase: BenchCase = {
     { name: `T9 ${CONCURRENT} concurrent scrapes: health evaluations running at once (max)`, metric: 'concurrent_evaluations_max', comparator: '<=', limit: 1 },
   ],
   async run(ctx) {
-    const absent = reconcileApiNotShipped();
-    if (absent) return { metrics: {}, skipped: absent };
     const stores = await largeStores(ctx, [SMALL, LARGE]);
     const starts = QUICK ? 2 : 3;
     const scrapes = QUICK ? 3 : 5;  // after the first, per exporter
@@ -43,8 +41,6 @@ const kase: BenchCase = {
       const which = i === 0 ? 'small' : 'large';
       const c = await open(store.url);
       try {
-        const missing = await reconcileApiMissing(c);
-        if (missing) return { metrics: {}, skipped: missing };
         await reconciledSinceHistory(c);  // as case 08 leaves it
       } finally {
         await c.end();

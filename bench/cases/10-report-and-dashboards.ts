@@ -8,7 +8,7 @@ import { sqlFile } from '#sql';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { QUICK, open, summary, now, type BenchCase, type Metrics, type Summary } from '../harness.js';
 import { largeStore, HEALTH_STORE_SIZES, sizeName } from '../stores.js';
-import { reconcileApiNotShipped, reconcileApiMissing, reconciledSinceHistory, runCli, cliStartMs } from '../reconcile.js';
+import { reconciledSinceHistory, runCli, cliStartMs } from '../reconcile.js';
 
 const LARGE = HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1];
 const DIR = join(PACKAGE_ROOT, 'sql', 'dashboards');
@@ -33,16 +33,12 @@ const kase: BenchCase = {
     { name: `T10 slowest dashboard query over 24 h, ${sizeName(LARGE)}, ms`, metric: 'dashboard_slowest_ms', comparator: '<=', limit: 200 },
   ],
   async run(ctx) {
-    const absent = reconcileApiNotShipped();
-    if (absent) return { metrics: {}, skipped: absent };
     const store = await largeStore(ctx, LARGE);
     const c = await open(store.url);
     const rounds = QUICK ? 2 : 5;
     const metrics: Metrics = {};
     const spread: Record<string, Summary> = {};
     try {
-      const missing = await reconcileApiMissing(c);
-      if (missing) return { metrics: {}, skipped: missing };
       await reconciledSinceHistory(c);
 
       const report: number[] = [], json: number[] = [];

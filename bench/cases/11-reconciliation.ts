@@ -10,7 +10,7 @@ import { QUICK, open, now, median, log, type BenchCase, type CaseOutput } from '
 import { largeStore, HEALTH_STORE_SIZES, sizeName, benchPlan, relabel } from '../stores.js';
 import { createRows } from '../replay.js';
 import { executeWrite } from '../../kandev/traffic-write.js';
-import { reconcileApiNotShipped, reconcileApiMissing, reconciledSinceHistory, reconcileToCompletion, sampling } from '../reconcile.js';
+import { reconciledSinceHistory, reconcileToCompletion, sampling } from '../reconcile.js';
 
 const LARGE = HEALTH_STORE_SIZES[HEALTH_STORE_SIZES.length - 1];
 const WRITERS = 8;
@@ -55,13 +55,9 @@ const kase: BenchCase = {
     { name: 'T11 worst write latency, with minus without the reconciliation, ms', metric: 'worst_write_delta_ms', comparator: '<=', limit: 100 },
   ],
   async run(ctx): Promise<CaseOutput> {
-    const absent = reconcileApiNotShipped();
-    if (absent) return { metrics: {}, skipped: absent };
     const store = await largeStore(ctx, LARGE);
     const rec = await open(store.url);
     try {
-      const missing = await reconcileApiMissing(rec);
-      if (missing) return { metrics: {}, skipped: missing };
       await reconciledSinceHistory(rec);
 
       // Without: the writers alone (long enough for their worst write to mean something).

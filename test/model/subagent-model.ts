@@ -377,7 +377,10 @@ export class CaptureModel {
     if (isAnomalous) this.stats.anomalous_value++;
     if (!fitsKey(call) || !fitsKey(execution)) {
       this.stats.failed++;
-      this.failures.push({ message_id: m.id, sqlstate: '54000', tool_call_bytes: Buffer.byteLength(call, 'utf8') });
+      // One open row per message in the failure log, however many of its frames fail (docs/reliability.md#failure-log).
+      if (!this.failures.some((f) => f.message_id === m.id)) {
+        this.failures.push({ message_id: m.id, sqlstate: '54000', tool_call_bytes: Buffer.byteLength(call, 'utf8') });
+      }
       return 'failed';
     }
 
