@@ -126,7 +126,7 @@ describe('errors about the target schema', () => {
 
   it.each([
     [['backfill'], 'function kandev.subagent_context_backfill_step() does not exist'],
-    [['repair'], 'function kandev.subagent_context_replay_failures(timestamp without time zone, bigint) does not exist'],
+    [['repair'], 'function kandev.subagent_context_reconcile(timestamp without time zone) does not exist'],
     [['report'], 'relation "kandev.task_session_subagents" does not exist'],
   ])('%s before installation says to run up', async (args, what) => {
     const r = await runCli(cli, [...args, '--schema', 'kandev'], env());
@@ -336,7 +336,7 @@ describe('exit status 3 on every error, and --version on every command', () => {
       await db.query(`GRANT SELECT ON owned.kandev_meta, owned.task_session_subagents TO ${nocreate}`);
       const second = await runCli(cli, ['repair', '--schema', 'owned'], { DATABASE_URL: as(nocreate) });
       expect(second.code).toBe(3);
-      expect(second.stderr.trim()).toBe(expected('subagent_context_replay_failures'));
+      expect(second.stderr.trim()).toBe(expected('subagent_context_reconcile'));  // repair compares first
       const installer = await runCli(cli, ['repair', '--schema', 'owned'], env());
       expect(installer.code, installer.stderr).toBe(0);
     });

@@ -72,7 +72,7 @@ describe('a call whose key no index can hold, and a message that stopped qualify
 
     const human = await runCli(cli, ['repair', '--schema', 'poison'], { DATABASE_URL: db.url, NO_COLOR: '1' });
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toBe('repaired 0 missing rows, replayed 1 failed capture; shortfall now 1\n' +
+    expect(human.stdout).toBe('compared 0 subagent messages, stored 0 missing rows, replayed 1 failed capture; still missing 1\n' +
       '1 failed capture can never be replayed: 1 whose key (session, execution and tool call ids) is too long for the unique index; ' +
       'they are kept in subagent_context_failures with stays_because and not retried. See docs/reliability.md#failure-log.\n' +
       '1 still missing because its key is too long for the unique index: no row can be stored for them. See docs/reliability.md#failure-log.\n');
@@ -82,7 +82,7 @@ describe('a call whose key no index can hold, and a message that stopped qualify
     expect(await health('poison')).toMatchObject({ shortfall: 1, failures: 0 });
 
     const json = await runCli(cli, ['repair', '--json', '--schema', 'poison'], { DATABASE_URL: db.url });
-    expect(JSON.parse(json.stdout)).toEqual({ repaired: 0, replayed: 0, classified: 0, shortfall: 1, status: 'shortfall',
+    expect(JSON.parse(json.stdout)).toMatchObject({ repaired: 0, replayed: 0, classified: 0, shortfall: 1, status: 'shortfall',
       stays: { held: 0, stale_failures: 0, key_too_long: 1, value_not_storable: 0, missing_key_too_long: 1, missing_reused_tool_call_id: 0 } });
   });
 });

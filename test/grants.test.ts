@@ -176,7 +176,7 @@ describe('who may call what, role by role', () => {
 });
 
 describe('sizes are not the caller\'s', () => {
-  const reading = ['SELECT * FROM subagent_context_reconcile()', 'SELECT * FROM subagent_context_repair()',
+  const reading = ['SELECT * FROM subagent_context_reconcile()',
     'SELECT * FROM subagent_context_replay_failures()', 'SELECT * FROM subagent_context_backfill_step()'];
 
   it.each(['50001', '0', 'abc'])('subagent_context.batch_messages = %s: refused in one sentence by every function that reads it', async (value) => {
@@ -189,6 +189,18 @@ describe('sizes are not the caller\'s', () => {
       } finally {
         await installer.query('ROLLBACK');
       }
+    }
+  });
+
+  it.each(['50001', '0', 'abc'])('subagent_context.repair_keys = %s: refused in one sentence by repair', async (value) => {
+    await installer.query('BEGIN');
+    try {
+      await installer.query(`SELECT set_config('subagent_context.repair_keys', $1, true)`, [value]);
+      const outcome = await installer.query('SELECT * FROM subagent_context_repair()')
+        .then(() => 'ok', (e: { code?: string; message: string }) => `${e.code}: ${e.message}`);
+      expect(outcome).toBe(`22023: subagent-context: subagent_context.repair_keys must be a whole number from 1 to 50000, got "${value}"`);
+    } finally {
+      await installer.query('ROLLBACK');
     }
   });
 

@@ -237,12 +237,13 @@ describe('a database that answers is up, whatever is installed', () => {
     expect(m.has('subagent_context_shortfall')).toBe(false);
   });
 
-  it('0.2.0 installed: up 1, the upgrade is asked for, no verdict this release cannot read from it', async () => {
+  it("0.2.0 installed: up 1, the upgrade is asked for, and 0.2.0's own verdict is served (docs/upgrade.md#the-upgrade-window)", async () => {
     const m = await once('previous');
     expect(value(m, 'subagent_context_up')).toBe(1);
     expect(value(m, 'subagent_context_upgrade_required')).toBe(1);
     expect(m.get('subagent_context_info')!.metrics[0].labels!.installed_version).toBe('0.2.0');
-    expect(m.has('subagent_context_status')).toBe(false);
+    expect(m.has('subagent_context_status')).toBe(true);
+    expect(m.has('subagent_context_shortfall')).toBe(true);
   });
 
   it('the release installed now is not an upgrade', async () => {

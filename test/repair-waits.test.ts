@@ -139,7 +139,7 @@ describe('a capture that failed is replayed by the next repair', async () => {
 
     const r = await runCli(cli, ['repair', '--json', '--schema', 'replay'], { DATABASE_URL: db.url });
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 0, replayed: 1, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ repaired: 0, replayed: 1, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     const after = await storedAndDerived('replay', 'toolu_r');
     expect(after.stored).toEqual(after.derived);
     expect(await health('replay')).toMatchObject({ shortfall: 0, failures: 0, status: 'healthy' });

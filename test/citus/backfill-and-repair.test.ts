@@ -60,7 +60,7 @@ describe.skipIf(!citus)(`backfill and repair of ${HISTORY} calls over ${SESSIONS
     expect(onPlain.code, onPlain.stderr).toBe(0);
     expect(onCitus.stderr).toBe('');
     expect(onCitus.code).toBe(0);
-    expect(JSON.parse(onCitus.stdout)).toEqual({ repaired: DELETED, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(onCitus.stdout)).toMatchObject({ repaired: DELETED, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     expect(compareRows(await derivedRows(c, 'public'), await derivedRows(p, 'public'))).toBe(`${HISTORY + SINCE} rows, the same`);
     const health = await cliOn(citus!.url, ['health']);
     expect(health.code).toBe(0);

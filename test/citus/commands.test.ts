@@ -119,7 +119,7 @@ describe.skipIf(!db)('on a Citus cluster, kandev distributed on task_session_id'
     expect(JSON.parse(h.stdout)).toMatchObject({ status: 'shortfall', shortfall: 1 });
     const r = await cliRun(['repair', '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     expect(await health()).toMatchObject({ shortfall: 0n, status: 'healthy' });
   });
 

@@ -50,7 +50,7 @@ describe.skipIf(!db)('a row deleted directly on a worker', () => {
 
     const repair = await runCli(cli, ['repair', '--json', '--database-url', db!.url]);
     expect(repair.stderr).toBe('');
-    expect(JSON.parse(repair.stdout)).toEqual({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
+    expect(JSON.parse(repair.stdout)).toMatchObject({ repaired: 1, replayed: 0, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
     expect(await row(call)).toEqual(before);
     expect(await health()).toMatchObject({ code: 0, status: 'healthy', shortfall: 0 });
   }, 300_000);
