@@ -131,7 +131,7 @@ describe.skipIf(!db)('on a Citus cluster, kandev distributed on task_session_id'
       .toEqual([{ task_session_id: sessions[0], sqlstate: '54000' }]);
     expect(await health()).toMatchObject({ failures: 1n, shortfall: 1n, status: 'shortfall' });
     await q(`DELETE FROM ${S}.task_session_messages WHERE task_session_id = $1 AND id = 'm-huge'`, [sessions[0]]);
-    expect(await health()).toMatchObject({ shortfall: 0n, failures: 1n, status: 'stale' }  // the failure is not replayed yet: `repair` would);
+    expect(await health()).toMatchObject({ shortfall: 0n, failures: 1n, status: 'stale' });  // the failure is not replayed yet: `repair` would
   });
 
   it('the execution id travels in metadata and with SET LOCAL (propagate_set_commands), not set_config', async () => {
@@ -164,7 +164,7 @@ describe.skipIf(!db)('on a Citus cluster, kandev distributed on task_session_id'
     expect(await nodeOf(S, sessions[0])).toBe(`${target.nodename}:${target.nodeport}`);
     await write('m-moved', sessions[0], subagentMetadata({ tool_call_id: 'call-moved', subagent: { subagent_type: 'mover' } }));
     expect((await rows()).find((r) => r.tool_call_id === 'call-moved')).toMatchObject({ task_session_id: sessions[0], subagent_type: 'mover' });
-    expect(await health()).toMatchObject({ shortfall: 0n, status: 'stale' }  // (the failure above, not replayed));
+    expect(await health()).toMatchObject({ shortfall: 0n, status: 'stale' });  // (the failure above, not replayed)
   });
 
   it('8 concurrent writers on both workers: every frame captured, no error, one row per key', async () => {
