@@ -291,7 +291,7 @@ BEGIN
 END
 $$;
 
--- What stays after a repair, and why, for its report (docs/health.md#repair): the failures since activation
+-- What stays after a repair, and why, for its report (docs/reliability.md#failure-log): the failures since activation
 -- that are not replayed, split into the ones still to replay (stale: their rows may differ from their
 -- messages) and the classified ones, by reason; and the recorded missing keys that repair cannot store:
 -- a key too long for the unique key, and a key whose (session, tool call) already has a row observed before

@@ -80,9 +80,10 @@ describe.each(RELEASES)('from $version ($commit)', async (release) => {
     expect(await installationShape(pool, schema)).toEqual(await installationShape(pool, fresh));
   });
 
-  it('health is healthy with the new fields; capture merges into the existing rows', async () => {
+  it('health has the new fields, and says stale for the failure recorded before the upgrade; capture merges into the existing rows', async () => {
     const { rows: [h] } = await db.query(`SELECT status, installed_version, shortfall, excess FROM ${quoteIdent(schema)}.subagent_context_health()`);
-    expect(h).toEqual({ status: 'healthy', installed_version: PACKAGE_VERSION, shortfall: 0n, excess: 0n });
+    // The failure recorded by the earlier release is not replayed yet: its row may be stale until `repair` (docs/health.md).
+    expect(h).toEqual({ status: 'stale', installed_version: PACKAGE_VERSION, shortfall: 0n, excess: 0n });
     const id = before.rows.find((r) => r.tool_call_id === 'toolu_live')!.id;
     await updateMessage(pool, schema, 'msg-live', subagentMetadata({ tool_call_id: 'toolu_live', status: 'completed',
       subagent: { subagent_type: 'explorer', status: 'completed', total_tokens: 4242 } }), utcNow());
