@@ -80,7 +80,7 @@ describe('a fresh clone, followed through the docs', { timeout: 300_000 }, () =>
     // The newest subagent message is now newer than the newest row too: capture looks stalled as well.
     if (promtool) expect(firing((await sc(fresh, 'metrics', '--once')).stdout)).toContain('SubagentContextShortfall');
     const repair = await sc(fresh, 'repair');
-    expect(repair.stdout).toBe('repaired 1 missing row; shortfall now 0\n');
+    expect(repair.stdout).toBe('compared 1 subagent message, stored 1 missing row; shortfall now 0, nothing left to compare\n');
     const healthy = await sc(fresh, 'health', '--json');
     expect(healthy.code).toBe(0);
     expect(JSON.parse(healthy.stdout)).toMatchObject({ status: 'healthy', shortfall: 0 });
