@@ -10,26 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli } from './helpers/cli.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
-import { HISTORY_ROWS } from '../kandev/subagent-row.js';
-import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
+import { storedAndDerived } from './helpers/stored-and-derived.js';
 import { quoteIdent } from '#sql';
 
 const db = await freshDatabase('failure_log');
 const cli = builtCli();
 const q = async (sql: string, values?: unknown[]) => (await db.query(sql, values)).rows;
-const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' && c !== 'source'));
-
-async function storedAndDerived(schema: string, call: string) {
-  const c = await db.connect();
-  try {
-    await c.query(`SET search_path = ${quoteIdent(schema)}`);
-    const stored = (await c.query(`SELECT ${DERIVED} FROM task_session_subagents WHERE tool_call_id = $1`, [call])).rows;
-    const derived = (await c.query(`SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h WHERE h.tool_call_id = $1`, [call])).rows;
-    return { stored, derived };
-  } finally {
-    await c.end();
-  }
-}
 
 const health = async (schema: string) =>
   (await q(`SELECT shortfall::int, failures::int, status FROM ${quoteIdent(schema)}.subagent_context_health()`))[0];
@@ -106,7 +92,7 @@ describe('a document larger than capture_max_bytes', async () => {
 
     const r = await runCli(cli, ['repair', '--json', '--schema', 'large'], { DATABASE_URL: db.url });
     expect(JSON.parse(r.stdout)).toMatchObject({ replayed: 1, shortfall: 0, status: 'healthy' });
-    const after = await storedAndDerived('large', 'toolu_large');
+    const after = await storedAndDerived(db, 'large', 'toolu_large');
     expect(after.stored).toEqual(after.derived);
     expect(after.stored).toMatchObject([{ total_tokens: 10n }]);
 
@@ -116,7 +102,7 @@ describe('a document larger than capture_max_bytes', async () => {
     await updateMessage(writer, 'large', 'l', frame('in_progress', 20), '2099-01-01 00:00:02');
     await writer.end();
     expect(await q(`SELECT count(*)::int AS n FROM large.subagent_context_failures WHERE replayed_at IS NULL`)).toEqual([{ n: 0 }]);
-    expect((await storedAndDerived('large', 'toolu_large')).stored).toMatchObject([{ total_tokens: 20n }]);
+    expect((await storedAndDerived(db, 'large', 'toolu_large')).stored).toMatchObject([{ total_tokens: 20n }]);
   }, 300_000);
 
   it('a bad value of the limit means the default: kandev\'s write never fails on it', async () => {

@@ -10,8 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import { freshDatabase, writeUncaptured } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
-import { HISTORY_ROWS } from '../kandev/subagent-row.js';
-import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
+import { storedAndDerived } from './helpers/stored-and-derived.js';
 import { quoteIdent } from '#sql';
 import { builtCli, runCli } from './helpers/cli.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -28,20 +27,6 @@ const usage = (tool_call_id: string, total_tokens: number) =>
   subagentMetadata({ tool_call_id, status: 'in_progress', subagent: { status: 'running', total_tokens } });
 
 /** The columns derivation decides (crash-safety.test.ts compares the same). */
-const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' && c !== 'source'));
-
-/** A key's stored row, and the row its messages derive as they are now (HISTORY_ROWS). */
-async function storedAndDerived(schema: string, call: string) {
-  const c = await db.connect();
-  try {
-    await c.query(`SET search_path = ${quoteIdent(schema)}`);
-    const stored = (await c.query(`SELECT ${DERIVED} FROM task_session_subagents WHERE tool_call_id = $1`, [call])).rows;
-    const derived = (await c.query(`SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h WHERE h.tool_call_id = $1`, [call])).rows;
-    return { stored, derived };
-  } finally {
-    await c.end();
-  }
-}
 
 async function health(schema: string) {
   return (await q(`SELECT shortfall::int, failures::int, status FROM ${quoteIdent(schema)}.subagent_context_health()`))[0];
@@ -98,7 +83,7 @@ describe('a repair that meets a row kandev still holds', async () => {
       expect(ended, repair.stderr()).toBe(0);
       // A's frame was captured (no failure recorded) and A's row is what the message says now.
       expect(await q(`SELECT message_id, sqlstate FROM held.subagent_context_failures`)).toEqual([]);
-      const a = await storedAndDerived('held', 'toolu_a');
+      const a = await storedAndDerived(db, 'held', 'toolu_a');
       expect(a.stored).toEqual(a.derived);
       expect(a.stored).toMatchObject([{ total_tokens: 1234n }]);
       expect(waited).toBeLessThan(1000);
@@ -109,7 +94,7 @@ describe('a repair that meets a row kandev still holds', async () => {
       await idle.query('COMMIT');
     }
     // The idle session ends: B has the row its frame wrote.
-    const b = await storedAndDerived('held', 'toolu_b');
+    const b = await storedAndDerived(db, 'held', 'toolu_b');
     expect(b.stored).toEqual(b.derived);
     expect(b.stored).toMatchObject([{ total_tokens: 77n }]);
     expect(await health('held')).toMatchObject({ shortfall: 0, failures: 0, status: 'healthy' });
@@ -132,7 +117,7 @@ describe('a capture that failed is replayed by the next repair', async () => {
     await updateMessage(writer, 'replay', 'r', usage('toolu_r', 1234), '2099-01-01 00:00:02');
     await locker.query('COMMIT');
     expect(await q(`SELECT message_id, sqlstate FROM replay.subagent_context_failures`)).toEqual([{ message_id: 'r', sqlstate: '55P03' }]);
-    const before = await storedAndDerived('replay', 'toolu_r');
+    const before = await storedAndDerived(db, 'replay', 'toolu_r');
     expect(before.stored).toMatchObject([{ total_tokens: null }]);
     expect(before.derived).toMatchObject([{ total_tokens: 1234n }]);
     expect(await health('replay')).toMatchObject({ shortfall: 0, failures: 1 });
@@ -140,7 +125,7 @@ describe('a capture that failed is replayed by the next repair', async () => {
     const r = await runCli(cli, ['repair', '--json', '--schema', 'replay'], { DATABASE_URL: db.url });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ repaired: 0, replayed: 1, classified: 0, shortfall: 0, status: 'healthy', stays: { held: 0, stale_failures: 0, key_too_long: 0, value_not_storable: 0, missing_key_too_long: 0, missing_reused_tool_call_id: 0 } });
-    const after = await storedAndDerived('replay', 'toolu_r');
+    const after = await storedAndDerived(db, 'replay', 'toolu_r');
     expect(after.stored).toEqual(after.derived);
     expect(await health('replay')).toMatchObject({ shortfall: 0, failures: 0, status: 'healthy' });
     expect(await q(`SELECT message_id, replayed_at IS NOT NULL AS replayed FROM replay.subagent_context_failures`))

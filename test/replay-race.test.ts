@@ -8,29 +8,15 @@ import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../kandev/host.js';
-import { HISTORY_ROWS } from '../kandev/subagent-row.js';
-import { ROW_COLUMNS, selectList } from './model/subagent-table.js';
+import { storedAndDerived } from './helpers/stored-and-derived.js';
 import { quoteIdent } from '#sql';
 
 const db = await freshDatabase('replay_race');
 const q = async (sql: string, values?: unknown[]) => (await db.query(sql, values)).rows;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const DERIVED = selectList(ROW_COLUMNS.filter((c) => c !== 'agent_execution_id' && c !== 'source'));
 
 const frame = (call: string, status: string, subagent: Record<string, unknown>) =>
   subagentMetadata({ tool_call_id: call, status, subagent });
-
-async function storedAndDerived(schema: string, call: string) {
-  const c = await db.connect();
-  try {
-    await c.query(`SET search_path = ${quoteIdent(schema)}`);
-    const stored = (await c.query(`SELECT ${DERIVED} FROM task_session_subagents WHERE tool_call_id = $1`, [call])).rows;
-    const derived = (await c.query(`SELECT ${DERIVED} FROM ${HISTORY_ROWS} AS h WHERE h.tool_call_id = $1`, [call])).rows;
-    return { stored, derived };
-  } finally {
-    await c.end();
-  }
-}
 
 /** Waits until `pid` is in the state `matches` accepts (pg_stat_activity), polling every few ms. */
 async function until(pid: number, what: string, matches: (a: { wait_event_type: string | null; wait_event: string | null }) => boolean) {
@@ -55,7 +41,7 @@ async function staleCall(schema: string) {
   await locker.query('COMMIT');
   await locker.end();
   expect(await q(`SELECT sqlstate FROM ${schema}.subagent_context_failures`)).toEqual([{ sqlstate: '55P03' }]);
-  const before = await storedAndDerived(schema, 'toolu_m');
+  const before = await storedAndDerived(db, schema, 'toolu_m');
   expect(before.stored).not.toEqual(before.derived);
 }
 
@@ -81,7 +67,7 @@ describe('a replay racing a newer frame of its message', () => {
     await updateMessage(db.pool, 'between', 'm', frame('toolu_m', 'completed', { status: 'completed', total_tokens: 900 }), '2099-01-01 00:00:03');
     await replay.release();
     expect(await replay.done).toEqual({ replayed: 1, unreplayed: 0 });
-    const after = await storedAndDerived('between', 'toolu_m');
+    const after = await storedAndDerived(db, 'between', 'toolu_m');
     expect(after.stored).toEqual(after.derived);
     expect(after.stored).toMatchObject([{ agent_status: 'completed', tool_status: 'completed', total_tokens: 900n }]);
     expect(await q(`SELECT sqlstate, replayed_at IS NOT NULL AS replayed FROM between.subagent_context_failures`))
@@ -102,7 +88,7 @@ describe('a replay racing a newer frame of its message', () => {
     await written;
     await writer.end();
     expect(await replay.done).toEqual({ replayed: 1, unreplayed: 0 });
-    const after = await storedAndDerived('after', 'toolu_m');
+    const after = await storedAndDerived(db, 'after', 'toolu_m');
     expect(after.stored).toEqual(after.derived);
     expect(after.stored).toMatchObject([{ agent_status: 'completed', total_tokens: 900n }]);
     // The frame was captured: the only failure is the one replayed.
