@@ -28,6 +28,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   -- EXECUTE: planned for the actual window (a recent one reads only the newest entries of the indexes).
+  -- A recent comparison (hi = 'infinity': health, repair's first look) does not parse a document larger
+  -- than capture parses inside a write: capture recorded it as deferred (a failure, counted by health) and
+  -- repair stores its row, so health's cost is bounded in documents' size as well as in their count. A
+  -- window of the reconciliation parses every document (docs/reliability.md#large-documents).
   RETURN QUERY EXECUTE $q$
     SELECT 'missing'::text, k.task_session_id, k.call, max(k.created_at)
       FROM (SELECT m.task_session_id, m.created_at, c.call
@@ -35,6 +39,7 @@ BEGIN
              CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
              CROSS JOIN LATERAL (SELECT @extschema@.subagent_text_field(p.doc, 'tool_call_id') AS call) AS c
              WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+               AND ($4 IS NULL OR octet_length(m.metadata) <= $4)
                AND @extschema@.subagent_qualifies(p.doc)
                AND @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc)) AS k
       LEFT JOIN LATERAL (
@@ -59,10 +64,11 @@ BEGIN
                       FROM @extschema@.task_session_messages AS m
                      CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
                      WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+                       AND ($4 IS NULL OR octet_length(m.metadata) <= $4)
                        AND @extschema@.subagent_qualifies(p.doc)) AS x
              GROUP BY x.task_session_id, x.call) AS g
      WHERE NOT g.has_message
-  $q$ USING since, lo, hi;
+  $q$ USING since, lo, hi, CASE WHEN hi = 'infinity' THEN @extschema@.subagent_context_capture_max_bytes() END;
 END
 $$;
 
