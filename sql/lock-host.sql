@@ -26,7 +26,9 @@ DECLARE
                              'task_sessions:SHARE ROW EXCLUSIVE,task_session_messages:SHARE ROW EXCLUSIVE'), ',');
   table_name text;
   wait text := coalesce(nullif(current_setting('subagent_context.lock_timeout', true), ''), '1s');
-  tries int := coalesce(nullif(current_setting('subagent_context.lock_tries', true), '')::int, 5);
+  tries_given text := pg_catalog.btrim(coalesce(pg_catalog.current_setting('subagent_context.lock_tries', true), ''));
+  tries int;
+  wait_ms int;
   try int := 0;
   l text;
   blocked text;
@@ -84,6 +86,24 @@ DECLARE
   $holders$;
   waited_for interval;
 BEGIN
+  -- Both tunables bounded, a bad value refused in one sentence before the first lock (docs/reliability.md#locks):
+  -- a lock_timeout of 0 would wait without end, the very thing each try exists to avoid.
+  IF tries_given !~ '^([1-9][0-9]?|100)?$' THEN
+    RAISE EXCEPTION 'subagent-context: subagent_context.lock_tries must be a whole number from 1 to 100, got "%"; nothing was changed',
+      pg_catalog.left(tries_given, 40) USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  tries := coalesce(nullif(tries_given, '')::int, 5);
+  BEGIN
+    PERFORM pg_catalog.set_config('lock_timeout', wait, true);
+    wait_ms := (SELECT s.setting::int FROM pg_catalog.pg_settings AS s WHERE s.name = 'lock_timeout');
+    PERFORM pg_catalog.set_config('lock_timeout', before, true);
+  EXCEPTION WHEN invalid_parameter_value OR invalid_text_representation THEN
+    wait_ms := NULL;
+  END;
+  IF wait_ms IS NULL OR wait_ms NOT BETWEEN 10 AND 60000 THEN
+    RAISE EXCEPTION 'subagent-context: subagent_context.lock_timeout must be a duration from 10ms to 60s, got "%"; nothing was changed',
+      pg_catalog.left(wait, 40) USING ERRCODE = 'invalid_parameter_value';
+  END IF;
   IF messages IS NOT NULL AND to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN  -- EXECUTE: only on Citus
     EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
        INTO distributed USING messages;

@@ -126,3 +126,20 @@ describe('`up` as a role that may not see the holder\'s session', async () => {
     }
   }, 120_000);
 });
+
+describe('the two lock tunables, bounded', async () => {
+  const db = await freshDatabase('host_locks_tunables', { from: 'host' });
+  it.each([
+    ['subagent_context.lock_tries=0', 'subagent_context.lock_tries must be a whole number from 1 to 100, got "0"'],
+    ['subagent_context.lock_tries=lots', 'subagent_context.lock_tries must be a whole number from 1 to 100, got "lots"'],
+    ['subagent_context.lock_timeout=0', 'subagent_context.lock_timeout must be a duration from 10ms to 60s, got "0"'],
+    ['subagent_context.lock_timeout=soon', 'subagent_context.lock_timeout must be a duration from 10ms to 60s, got "soon"'],
+    ['subagent_context.lock_timeout=2min', 'subagent_context.lock_timeout must be a duration from 10ms to 60s, got "2min"'],
+  ])('%s: `up` refuses in one sentence, before any lock, and installs nothing', async (option, sentence) => {
+    const r = await runCli(cli, ['up'], { DATABASE_URL: db.url, PGOPTIONS: `-c ${option}` });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(sentence);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect((await db.query(`SELECT to_regclass('public.task_session_subagents') AS t`)).rows).toEqual([{ t: null }]);
+  });
+});
