@@ -27,14 +27,14 @@ included. It ends with what it stored, what is still missing and why (as far as 
 was written meanwhile and is not compared yet.
 
 --json prints {"repaired": N, "replayed": R, "classified": C, "compared": K, "held": H, "unreplayed": U,
-"shortfall": M, "uncompared": X, "status": S, "stays": {...}}: rows stored, failures replayed, failures
-classified by this run as never replayable, subagent messages compared first, rows a transaction still
-held, failures whose write failed again, the shortfall afterwards, messages not compared yet, health's
+"shortfall": M, "uncompared": X, "status": S, "stays": {...}, "seconds": {...}}: rows stored, failures
+replayed, failures classified by this run as never replayable, subagent messages compared first, rows a
+transaction still held, failures whose write failed again, the shortfall afterwards, messages not compared yet, health's
 status (a disabled trigger is still trigger_disabled: repair stores rows, it does not turn capture back
 on), and what stays and why: "held" (a transaction still holds the row: run again later),
 "stale_failures" (failures still to replay), "key_too_long" and "value_not_storable" (failures no run can
-replay), "missing_key_too_long" and "missing_reused_tool_call_id" (missing keys no run can store). See
-docs/reliability.md#failure-log.
+replay), "missing_key_too_long" and "missing_reused_tool_call_id" (missing keys no run can store); and
+the wall time of each part. See docs/reliability.md#failure-log.
 
 Example:
   subagent-context health; [ $? -eq 1 ] && subagent-context repair   # only on a shortfall (exit 1)`,
@@ -42,7 +42,8 @@ Example:
     return withClient(ctx.databaseUrl, async (client) => {
       await sameRelease(client, ctx.schema);
       await assertWritable(client);
-      const done = { repaired: 0, replayed: 0, classified: 0, held: 0, unreplayed: 0, compared: 0 };
+      const done: Done = { repaired: 0, replayed: 0, classified: 0, held: 0, unreplayed: 0, compared: 0,
+        seconds: { compare: 0, replay: 0, store: 0 } };
       const stream = ctx.json ? undefined : process.stderr;
       await cancelOnInterrupt(client, ctx.databaseUrl!, {
         describe: async () => `repair stopped: ${formatCount(done.repaired)} missing row${done.repaired === 1 ? '' : 's'} stored and ` +
@@ -51,8 +52,10 @@ Example:
       }, async () => {
         // First a complete comparison of everything written up to now (health --full's), so that what
         // repair stores is everything `health --full` would find, back-dated messages included.
+        const t0 = performance.now();
         const last = await reconcileAll(client, ctx.schema, { stream, now: true });
         done.compared = last.messages_compared ?? 0;
+        done.seconds.compare = (performance.now() - t0) / 1000;
         await repair(client, ctx.schema, done, stream);
       });
       const health = await readHealth(client, ctx.schema);
@@ -61,7 +64,8 @@ Example:
       const stays = { held: done.held, ...await leftovers(client, ctx.schema) };
       if (ctx.json) {
         printJson({ repaired: done.repaired, replayed: done.replayed, classified: done.classified, compared: done.compared,
-          held: done.held, unreplayed: done.unreplayed, shortfall, uncompared, status: health.status, stays });
+          held: done.held, unreplayed: done.unreplayed, shortfall, uncompared, status: health.status, stays,
+          seconds: Object.fromEntries(Object.entries(done.seconds).map(([k, v]) => [k, Math.round(v * 1000) / 1000])) });
       } else {
         console.log(summary(done, shortfall, uncompared));
         for (const line of staysSentences(stays, shortfall)) console.log(yellow(line));
@@ -79,7 +83,11 @@ Example:
   },
 };
 
-interface Done { repaired: number; replayed: number; classified: number; held: number; unreplayed: number; compared: number }
+interface Done {
+  repaired: number; replayed: number; classified: number; held: number; unreplayed: number; compared: number;
+  /** Wall time of each part: the complete comparison, the replay of failures, the store of missing rows. */
+  seconds: { compare: number; replay: number; store: number };
+}
 
 /** What stays after a repair, and why (subagent_context_repair_leftovers(), plus the keys held during this run). */
 interface Stays {
@@ -148,6 +156,7 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
   const s = quoteIdent(schema);
   // Each failure is replayed in a transaction of its own, committed right after its merge: the row it
   // merged is held for no longer than that (docs/reliability.md#replay).
+  let t0 = performance.now();
   let cursor: unknown[] = [null, null];
   for (;;) {
     const { rows: page } = await client.query(
@@ -162,6 +171,8 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
     if (page.length < 500) break;
     cursor = [page.at(-1).occurred_at, page.at(-1).id];
   }
+  done.seconds.replay = (performance.now() - t0) / 1000;
+  t0 = performance.now();
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
   cursor = [null, null];
   let total = 0;
@@ -178,6 +189,7 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
       cursor = [b.next_created_at, b.next_key];
     }
     shown?.clear();
+    done.seconds.store = (performance.now() - t0) / 1000;
   } catch (err) {
     shown?.fail();
     throw err;
