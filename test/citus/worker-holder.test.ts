@@ -29,7 +29,11 @@ async function behindWorkerTransaction(args: string[], kind: 'reader' | 'writer'
   const t0 = performance.now();
   try {
     const r = await runCli(cli, [...args, '--database-url', db!.url]);
-    return { ...r, seconds: (performance.now() - t0) / 1000, probe: await probe.stop(), holder };
+    const seconds = (performance.now() - t0) / 1000;
+    const written = await probe.stop();
+    console.log(`${args.join(' ')} behind a worker's ${kind}: exit ${r.code} after ${seconds.toFixed(1)} s; ` +
+      `kandev's longest write meanwhile ${written.worstMs.toFixed(0)} ms`);
+    return { ...r, seconds, probe: written, holder };
   } finally {
     await probe.stop();
     await holder.end();
