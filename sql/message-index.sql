@@ -15,9 +15,9 @@
 -- On Citus (docs/citus.md#locks-on-the-workers) the build runs on every shard, on the workers, outside any
 -- transaction, where no timeout of ours reaches it; there it waits for every transaction that wrote to the
 -- shard or holds a snapshot, for as long as it stays open. So, before building: while such a transaction
--- has been open on a worker for longer than subagent_context.lock_timeout, wait (0.5 s more after each
--- try), and after subagent_context.lock_tries tries refuse in one sentence naming it, before anything is
--- built (a transaction that begins after this look is still waited for). The statements of this step wait
+-- that began before the first look is still open on a worker, wait (0.5 s more after each try), and after
+-- subagent_context.lock_tries tries refuse in one sentence naming it, before anything is built (a
+-- transaction that begins after the first look is still waited for). The statements of this step wait
 -- on the workers at most that timeout (a SET LOCAL that Citus passes on).
 DO $citus_build$
 DECLARE
@@ -27,6 +27,7 @@ DECLARE
   wait text := coalesce(nullif(pg_catalog.current_setting('subagent_context.lock_timeout', true), ''), '1s');
   tries int := coalesce(nullif(pg_catalog.current_setting('subagent_context.lock_tries', true), '')::int, 5);
   holders text;
+  looked_from timestamptz;
 BEGIN
   IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
     RETURN;  -- not Citus
@@ -40,6 +41,11 @@ BEGIN
   IF current IS NOT NULL AND (SELECT i.indisvalid FROM pg_catalog.pg_index AS i WHERE i.indexrelid = current) THEN
     RETURN;  -- built already (a rebuild for another predicate is left to wait as it would)
   END IF;
+  -- A transaction counts if it began before the first look, however young it was then: one that ends by
+  -- itself is gone by a later look, one left open (idle with a snapshot, as a driver's transaction may be)
+  -- would hold the build on its shards for as long as it stays open. (Counting only those older than the
+  -- lock timeout let a reader opened just before a quick install through, and the build waited for it.)
+  looked_from := pg_catalog.clock_timestamp();
   FOR try IN 1..tries LOOP
     -- One look at every worker (run_command_on_workers, outside this transaction), as lock-host.sql takes it:
     -- every session there holding a lock on the table or its shards, or a snapshot.
@@ -74,11 +80,11 @@ BEGIN
                          FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
                         WHERE c.oid = $2)) AS r,
                      LATERAL pg_catalog.json_array_elements(CASE WHEN r.success THEN r.result::json ELSE '[]' END) AS j
-               WHERE (j->>'xact_start')::timestamptz < pg_catalog.clock_timestamp() - $1::interval
+               WHERE (j->>'xact_start')::timestamptz < $1::timestamptz
                  AND ((j->>'snapshot')::boolean
                       OR EXISTS (SELECT 1 FROM pg_catalog.json_array_elements_text(j->'modes') AS m(mode)
                                   WHERE m.mode NOT IN ('AccessShareLock', 'RowShareLock', 'ShareLock')))) AS h
-    $holders$ INTO holders USING pg_catalog.current_setting('lock_timeout'), messages;
+    $holders$ INTO holders USING looked_from, messages;
     EXIT WHEN holders IS NULL;
     IF try >= tries THEN
       RAISE EXCEPTION 'subagent-context: health''s index on %.task_session_messages is built CONCURRENTLY on every shard, which waits for every transaction on a worker that wrote to the table or holds a snapshot, and one has stayed open through % tries (%); nothing of the index was built and capture is not activated yet; end or wait out that transaction (on that worker: SELECT pg_terminate_backend(<pid>) if it is stuck), then run this again',
