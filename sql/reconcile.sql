@@ -68,6 +68,11 @@ BEGIN
                        AND @extschema@.subagent_qualifies(p.doc)) AS x
              GROUP BY x.task_session_id, x.call) AS g
      WHERE NOT g.has_message
+       -- A row whose message may be one of the documents not parsed here is not called excess.
+       AND NOT ($4 IS NOT NULL AND EXISTS (
+             SELECT 1 FROM @extschema@.task_session_messages AS m
+              WHERE m.task_session_id = g.task_session_id AND m.created_at >= $2 AND m.created_at < $3
+                AND @extschema@.subagent_may_qualify(m.metadata) AND octet_length(m.metadata) > $4))
   $q$ USING since, lo, hi, CASE WHEN hi = 'infinity' THEN @extschema@.subagent_context_capture_max_bytes() END;
 END
 $$;

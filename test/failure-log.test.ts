@@ -95,6 +95,9 @@ describe('a document larger than capture_max_bytes', async () => {
     const after = await storedAndDerived(db, 'large', 'toolu_large');
     expect(after.stored).toEqual(after.derived);
     expect(after.stored).toMatchObject([{ total_tokens: 10n }]);
+    // Health does not parse that document, and does not call its row an excess either.
+    expect((await q(`SELECT shortfall::int, excess::int, failures::int, status FROM large.subagent_context_health()`))[0])
+      .toEqual({ shortfall: 0, excess: 0, failures: 0, status: 'healthy' });
 
     // An operator who raises the limit (here for one session) has such frames captured inside the write.
     const writer = await db.connect();
