@@ -53,6 +53,7 @@ DECLARE
   since timestamp := @extschema@.subagent_context_repairable();
   batch integer := @extschema@.subagent_context_repair_keys();
   keys record;
+  walked record;
   dense boolean;
   got record;
 BEGIN
@@ -60,6 +61,23 @@ BEGIN
     PERFORM count(*)
        FROM @extschema@.subagent_context_compare_recent(
               since, (SELECT r.compared_through FROM @extschema@.subagent_context_reconciled(since) AS r));
+  ELSE
+    -- The keys the batch before this one stored leave the record first (the `batch` recorded keys nearest
+    -- above the cursor: that batch's, whichever are still recorded), before this batch stores anything:
+    -- checking them costs a lookup of every key (on Citus a statement on every shard), and done after the
+    -- store it would hold this batch's rows that much longer (docs/reliability.md#repair).
+    SELECT array_agg(w.task_session_id) AS sessions, array_agg(w.tool_call_id) AS calls, array_agg(w.message_created_at) AS instants
+      INTO walked
+      FROM (SELECT m.task_session_id, m.tool_call_id, m.message_created_at
+              FROM @extschema@.subagent_context_missing_keys AS m
+             WHERE m.capture_since = since AND m.message_created_at >= before_created_at
+               AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) >= (before_created_at, before_key)
+             ORDER BY m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id
+             LIMIT batch) AS w;
+    IF walked.sessions IS NOT NULL THEN
+      SELECT * INTO got FROM @extschema@.subagent_context_resolved_keys(since, walked.sessions, walked.calls, walked.instants);
+      PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
+    END IF;
   END IF;
   SELECT array_agg(k.task_session_id ORDER BY k.message_created_at DESC, k.key DESC) AS sessions,
          array_agg(k.tool_call_id ORDER BY k.message_created_at DESC, k.key DESC) AS calls,
@@ -76,7 +94,8 @@ BEGIN
            -- keys of its last instant that the cursor then skipped, never stored.
            ORDER BY m.message_created_at DESC, 3 DESC
            LIMIT batch) AS k;
-  more := keys.n = batch;
+  -- One more call after the last batch, which has nothing to store: it checks that batch's keys.
+  more := keys.n > 0;
   IF keys.n = 0 THEN
     repaired := 0; held := 0; pending := CASE WHEN before_created_at IS NULL THEN 0 END;
     RETURN;
@@ -102,11 +121,10 @@ BEGIN
   ELSE
     SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
   END IF;
+  -- The last statement before the commit: the rows it stores are held for no longer than it takes. Its
+  -- keys leave the record at the next call.
   repaired := got.stored;
   held := got.held;
-  -- The batch's keys that have their row now leave the record (health would drop them on its next call).
-  SELECT * INTO got FROM @extschema@.subagent_context_resolved_keys(since, keys.sessions, keys.calls, keys.instants);
-  PERFORM @extschema@.subagent_context_forget_missing(since, got.sessions, got.calls);
 END
 $$;
 

@@ -33,10 +33,18 @@ AS $$ SELECT make_interval(mins => @extschema@.subagent_context_setting('reconci
 
 -- Keys per repair batch (0.5.0): every row a batch stores is held from its insert to the batch's commit, so
 -- a live frame of one of them waits that long; a few hundred keys insert and commit well within capture's
--- own 200 ms wait even on a loaded server (docs/reliability.md#repair).
+-- own 200 ms wait even on a loaded server (docs/reliability.md#repair). On Citus 2,000 by default: each
+-- statement of a batch reaches every shard, so its time hardly grows with its keys (a store of 500 took
+-- 110-130 ms there, of 2,000 136-140 ms), and 500 a batch stored at a fifth of the backfill's rate.
 CREATE FUNCTION @extschema@.subagent_context_repair_keys()
-RETURNS integer LANGUAGE sql STABLE
-AS $$ SELECT @extschema@.subagent_context_setting('repair_keys', 500, 1, 50000) $$;
+RETURNS integer LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN @extschema@.subagent_context_setting('repair_keys',
+    CASE WHEN @extschema@.subagent_context_topology() = 'citus' THEN 2000 ELSE 500 END, 1, 50000);
+END
+$$;
 
 -- The largest message document, in bytes, that capture parses inside kandev's write (0.5.0; default 4 MB,
 -- at least 1 MB): a larger one is recorded as a deferred capture that `repair` completes, so kandev's write
