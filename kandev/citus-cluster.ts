@@ -24,7 +24,17 @@ const adminUrl = (url: string, node: CitusNode) => withTarget(url, node, decodeU
 
 async function dropOn(coordinatorUrl: string, nodes: CitusNode[], name: string): Promise<void> {
   for (const node of nodes) {
-    await withClient(adminUrl(coordinatorUrl, node), (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
+    // WITH (FORCE) ends the sessions there, but a worker's session of a coordinator backend just ended can
+    // still be on its way out (55006, "being accessed by other users"): try again for a few seconds.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await withClient(adminUrl(coordinatorUrl, node), (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '55006' || attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
 }
 
