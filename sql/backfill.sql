@@ -209,6 +209,8 @@ BEGIN
      WHERE a.pid <> pg_backend_pid() AND a.xact_start < clock_timestamp() - interval '1 second'
        AND a.pid IN (SELECT k.pid FROM pg_locks AS k
                       WHERE k.locktype = 'relation' AND k.granted AND k.mode = 'RowExclusiveLock'
+                        -- This database's relation: another database's table can have the same OID.
+                        AND k.database = (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database())
                         AND k.relation = '@extschema@.task_session_subagents'::regclass)),
     'a session that has since ended');
 END

@@ -199,14 +199,9 @@ BEGIN
         -- also count a writer that queued behind it within the timeout's slack), and with no statement
         -- begun since. Once the try gave its place in the queue back, the writers that queued behind it
         -- hold the table too, each for an instant, and are not named (nor a reader, whose lock conflicts
-        -- only with ACCESS EXCLUSIVE, nor a session waiting for a lock). Should none qualify, the next
-        -- best: transactions begun before the wait; else every holder. Looked at 0.1 s after the try gave
-        -- its place back: a writer whose statement began before the try but reached the queue behind it
-        -- got the table at that instant and ends its statement within that time on any but a stalled
-        -- server (a pooled writer was named beside the holder on a loaded machine). Oldest transaction
-        -- first. A session of another role shows only its pid and role to a role without
-        -- pg_read_all_stats: say that, and how to see more.
-        PERFORM pg_catalog.pg_sleep(0.1);
+        -- only with ACCESS EXCLUSIVE). Should none qualify, the next best: transactions begun before the
+        -- wait; else every holder. Oldest transaction first. A session of another role shows only its pid
+        -- and role to a role without pg_read_all_stats: say that, and how to see more.
         SELECT string_agg(CASE WHEN h.query = '<insufficient privilege>'
                  THEN format('pid %s (role %s; what it runs is hidden from role %s: a superuser sees it, or GRANT pg_read_all_stats TO %s)',
                              h.pid, coalesce(h.usename::text, '?'), current_user, quote_ident(current_user))
@@ -218,15 +213,15 @@ BEGIN
           FROM (SELECT a.*, e.evidence, min(e.evidence) OVER () AS best
                   FROM pg_stat_activity AS a,
                        LATERAL (SELECT queued_at AS since) AS w,
-                       -- A session waiting for a lock is not what held this try up: a writer whose
-                       -- statement began before it can be queued behind this transaction's own lock
-                       -- on another of kandev's tables (the foreign key's check of task_sessions).
-                       LATERAL (SELECT CASE WHEN a.xact_start < w.since AND a.query_start < w.since
-                                             AND a.wait_event_type IS DISTINCT FROM 'Lock' THEN 1
+                       LATERAL (SELECT CASE WHEN a.xact_start < w.since AND a.query_start < w.since THEN 1
                                             WHEN a.xact_start < w.since THEN 2 ELSE 3 END AS evidence) AS e
                  WHERE a.pid <> pg_backend_pid()
                    AND a.pid IN (SELECT k.pid FROM pg_locks AS k
                                   WHERE k.locktype = 'relation' AND k.granted
+                                    -- A relation's OID is this database's: a database cloned from the
+                                    -- same template has tables of the same OIDs, and its sessions are
+                                    -- in pg_locks too.
+                                    AND k.database = (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database())
                                     AND k.relation = to_regclass(format('%s.%I', '@extschema@', blocked))
                                     AND CASE k.mode WHEN 'AccessShareLock' THEN split_part(l, ':', 2) = 'ACCESS EXCLUSIVE'
                                                     WHEN 'RowShareLock' THEN split_part(l, ':', 2) IN ('EXCLUSIVE', 'ACCESS EXCLUSIVE')

@@ -143,3 +143,34 @@ describe('the two lock tunables, bounded', async () => {
     expect((await db.query(`SELECT to_regclass('public.task_session_subagents') AS t`)).rows).toEqual([{ t: null }]);
   });
 });
+
+describe('`up` beside another database cloned from the same template', async () => {
+  // Tables of the same OIDs: pg_locks lists every database's locks, so a session there that holds its own
+  // task_session_messages must not be named here (in a full test run it was, beside the real holder).
+  const db = await freshDatabase('host_locks_here', { from: 'host' });
+  const other = await freshDatabase('host_locks_there', { from: 'host' });
+  it('names the holder in its own database only', async () => {
+    const ids = async (d: typeof db) => (await d.query(`SELECT 'public.task_session_messages'::regclass::oid AS oid`)).rows[0].oid;
+    expect(await ids(other)).toBe(await ids(db));
+    const hold = async (d: typeof db) => {
+      const t = await createTurn(d.pool, 'public', 'clone');
+      const c = await d.connect();
+      const { rows: [{ pid }] } = await c.query(`SELECT pg_backend_pid() AS pid`);
+      await c.query('BEGIN');
+      await insertMessage(c, 'public', { id: 'clone-1', session: t.session, task: t.task, turn: t.turn, metadata: '{"kind":"message"}' });
+      return { pid: pid as number, c };
+    };
+    const here = await hold(db);
+    const there = await hold(other);
+    try {
+      const r = await runCli(cli, ['up', '--database-url', db.url],
+        { PGOPTIONS: '-c subagent_context.lock_tries=1 -c subagent_context.lock_timeout=300ms' });
+      expect(r.code).toBe(3);
+      expect([...r.stderr.matchAll(/pid (\d+)/g)].map((m) => Number(m[1])), r.stderr).toEqual([here.pid]);
+      expect(r.stderr).not.toContain(String(there.pid));
+    } finally {
+      await here.c.query('ROLLBACK');
+      await there.c.query('ROLLBACK');
+    }
+  }, 120_000);
+});

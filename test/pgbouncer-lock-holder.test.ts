@@ -102,7 +102,7 @@ describe.skipIf(!PGBOUNCER)('up, with a kandev session idle in a transaction, th
     expect(sentence.split('\n')).toHaveLength(1);
     expect(sentence).toMatch(new RegExp(`^error: "public"\\.task_session_messages is held by a long transaction \\(pid ${holderPid} \\(postgres for [0-9:]+, idle in transaction: INSERT INTO task_session_messages`));
     // The holder, and only the holder: none of the writers' sessions, which held the table too, for an instant each.
-    expect([...sentence.matchAll(/pid (\d+)/g)].map((m) => Number(m[1]))).toEqual([holderPid]);
+    expect([...sentence.matchAll(/pid (\d+)/g)].map((m) => Number(m[1])), sentence).toEqual([holderPid]);
     expect(sentence).toMatch(/nothing was changed/);
     expect(failures).toEqual([]);
     expect(written.length).toBeGreaterThan(10);
