@@ -4,24 +4,21 @@
 //
 // On 4259581 the trigger below ran as the superuser on `up` and on `uninstall` and made the role SUPERUSER.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase } from './helpers/database.js';
 import { builtCli, runCli, type CliResult } from './helpers/cli.js';
+import { dropHostRole, hostRoleOwningPublic } from './helpers/host-role.js';
 
 const db = await freshDatabase('kandev_meta_code', { from: 'host' });
 const cli = builtCli();
-const app = `kandev_app_${randomBytes(3).toString('hex')}`;
 const env = { DATABASE_URL: db.url };
 let admin: pg.Client;
+let app: string;
 
 beforeAll(async () => {
   admin = await db.connect();
   await admin.query('SET search_path = pg_catalog, pg_temp');
-  await admin.query(`CREATE ROLE ${app} LOGIN`);
-  await admin.query(`ALTER SCHEMA public OWNER TO ${app}`);
-  const { rows } = await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`);
-  for (const { tablename } of rows) await admin.query(`ALTER TABLE public.${tablename} OWNER TO ${app}`);
+  app = await hostRoleOwningPublic(admin);
   // What the role puts on its table: a trigger whose function counts its runs (nextval survives a rollback)
   // and, run by a superuser, makes the role one; and a rule that does the same on DELETE.
   await admin.query(`SET ROLE ${app}`);
@@ -39,9 +36,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await admin.query(`REASSIGN OWNED BY ${app} TO CURRENT_USER`);
-  await admin.query(`DROP OWNED BY ${app}`);
-  await admin.query(`DROP ROLE IF EXISTS ${app}`).catch(() => {});
+  await dropHostRole(admin, app);
 });
 
 /** As the application role, on its own table. */

@@ -11,9 +11,9 @@ import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { freshDatabase, writeUncaptured } from './helpers/database.js';
+import { dropHostRole, hostRoleOwningPublic } from './helpers/host-role.js';
 import { builtCli, runCli, type CliResult } from './helpers/cli.js';
 import { NODE_PG_MIGRATE } from './helpers/migrations.js';
 import { lookalikeCalls, plantLookalikes, resetLookalikeCalls } from './helpers/lookalikes.js';
@@ -22,9 +22,9 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 
 const db = await freshDatabase('trust_boundary', { from: 'host' });
 const cli = builtCli();
-const app = `kandev_app_${randomBytes(3).toString('hex')}`;
 const env = { DATABASE_URL: db.url };
 let admin: pg.Client;
+let app: string;
 const dir = mkdtempSync(join(tmpdir(), 'trust-boundary-'));
 
 const frame = (n: number) => subagentMetadata({ tool_call_id: `toolu_${n}`, status: 'completed', subagent: { subagent_type: 'Explore' } });
@@ -33,11 +33,7 @@ beforeAll(async () => {
   admin = await db.connect();
   // The test's own statements must not call the look-alikes either (a test-only session: SET is fine here).
   await admin.query('SET search_path = pg_catalog, pg_temp');
-  await admin.query(`CREATE ROLE ${app} LOGIN`);
-  // PostgreSQL 15: the database owner owns public; kandev's role owns its tables.
-  await admin.query(`ALTER SCHEMA public OWNER TO ${app}`);
-  const { rows } = await admin.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`);
-  for (const { tablename } of rows) await admin.query(`ALTER TABLE public.${tablename} OWNER TO ${app}`);
+  app = await hostRoleOwningPublic(admin);
   // History for the backfill, written before anything is installed.
   const t = await createTurn(admin, 'public', 'trust');
   for (let i = 0; i < 5; i++) {
@@ -53,10 +49,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
   // The role owns objects of the file's database only, which is dropped after the file: drop them first.
   const c = await db.connect();
-  await c.query(`REASSIGN OWNED BY ${app} TO CURRENT_USER`);
-  await c.query(`DROP OWNED BY ${app}`);
+  await dropHostRole(c, app);
   await c.end();
-  await admin.query(`DROP ROLE IF EXISTS ${app}`).catch(() => {});
 });
 
 /** Runs `command`, then returns what ran of the look-alikes and whether the application role became a superuser. */

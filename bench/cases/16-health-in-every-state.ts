@@ -8,10 +8,10 @@
 // --json` and `metrics --once` (wall, node's start included), ROUNDS times each; then `health --full`
 // after the repair, which must find 0.
 import type pg from 'pg';
-import { QUICK, open, now, log, summary, type BenchCase, type CaseOutput, type Metrics, type Summary } from '../harness.js';
+import { QUICK, open, log, summary, type BenchCase, type CaseOutput, type Metrics, type Summary } from '../harness.js';
 import { createCitusDatabase, dropCitusDatabase, type CitusDatabase } from '../../kandev/citus-cluster.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata } from '../../kandev/host.js';
-import { cliJson, runCli } from '../reconcile.js';
+import { cliJson, reconcileToCompletion, runCli, timedHealth } from '../reconcile.js';
 
 // BENCH_BURST=100000: the size the recorded-misses targets are stated for (150,000 is the field's burst).
 const BURST = Number(process.env.BENCH_BURST ?? (QUICK ? 5_000 : 150_000));
@@ -26,9 +26,9 @@ async function measure(c: pg.Client, url: string): Promise<{ sql: number[]; heal
   let up = true;
   let answer: Record<string, unknown> = {};
   for (let r = 0; r < ROUNDS; r++) {
-    const t0 = now();
-    answer = (await c.query('SELECT shortfall::int, uncompared::int, failures::int, status FROM public.subagent_context_health()')).rows[0];
-    sql.push(now() - t0);
+    const h = await timedHealth(c);
+    sql.push(h.ms);
+    answer = { shortfall: Number(h.row.shortfall), uncompared: Number(h.row.uncompared), failures: Number(h.row.failures), status: h.row.status };
     health.push((await cliJson(url, ['health', '--json'], [0, 1])).ms);
     const m = await runCli(url, ['metrics', '--once']);
     scrape.push(m.ms);
@@ -80,12 +80,7 @@ async function oneStore(url: string, citus: boolean, metrics: Metrics, spread: R
     seen.burst = await measure(c, url);
 
     // The background comparison, step after step as the exporter runs it, to its end: the catch-up rate.
-    const t0 = now();
-    for (;;) {
-      const { rows: [s] } = await c.query('SELECT status FROM public.subagent_context_reconcile()');
-      if (s.status !== 'stepped') break;
-    }
-    const catchUpS = (now() - t0) / 1000;
+    const catchUpS = (await reconcileToCompletion(c, false)).seconds;
     const { rows: [{ recorded }] } = await c.query(`SELECT count(*)::int AS recorded FROM subagent_context_missing_keys`);
     seen.recorded = await measure(c, url);
     // The same after a VACUUM of the record, as autovacuum would run it (this benchmark's server may run

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { freshCitusDatabase } from '../helpers/citus.js';
-import { holdOnWorker, leftOnNodes, waitFor } from '../helpers/citus-holders.js';
+import { captureState, holdOnWorker, leftOnNodes, waitFor } from '../helpers/citus-holders.js';
 import { builtCli } from '../helpers/cli.js';
 import { createTurn } from '../../kandev/host.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -45,9 +45,7 @@ async function interruptOnWorker(args: string[], kind: 'reader' | 'writer', key:
   }
 }
 
-const state = async () => (await db!.query(
-  `SELECT (SELECT count(*)::int FROM public.kandev_meta WHERE key LIKE 'subagent_context_%') AS keys,
-          EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname = 'subagent_context_capture') AS trigger`)).rows[0];
+const state = () => captureState(db!);
 
 describe.skipIf(!db)('Ctrl-C while a command waits on a Citus worker', () => {
   beforeAll(async () => {

@@ -9,7 +9,7 @@
 // benchmark (bench/cases/13-citus.ts measures it).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { freshCitusDatabase } from '../helpers/citus.js';
-import { holdOnWorker, probeWriter } from '../helpers/citus-holders.js';
+import { captureState, holdOnWorker, probeWriter } from '../helpers/citus-holders.js';
 import { builtCli, runCli } from '../helpers/cli.js';
 
 const db = await freshCitusDatabase('worker_holder', 'citus/worker-holder.test.ts');
@@ -40,9 +40,7 @@ async function behindWorkerTransaction(args: string[], kind: 'reader' | 'writer'
   }
 }
 
-const state = async () => (await db!.query(
-  `SELECT (SELECT count(*)::int FROM public.kandev_meta WHERE key LIKE 'subagent_context_%') AS keys,
-          EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname = 'subagent_context_capture') AS trigger`)).rows[0];
+const state = () => captureState(db!);
 
 describe.skipIf(!db)('a transaction open on a Citus worker', () => {
   beforeAll(async () => {

@@ -98,3 +98,10 @@ export async function waitFor<T>(condition: () => Promise<T>, done: (v: T) => bo
   }
   return v;
 }
+
+/** What a command left of capture: the activation keys there are, and whether the trigger exists. */
+export async function captureState(db: CitusTestDatabase): Promise<{ keys: number; trigger: boolean }> {
+  return (await db.query<{ keys: number; trigger: boolean }>(
+    `SELECT (SELECT count(*)::int FROM public.kandev_meta WHERE key LIKE 'subagent_context_%') AS keys,
+            EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgname = 'subagent_context_capture') AS trigger`)).rows[0];
+}

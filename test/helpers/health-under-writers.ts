@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { quoteIdent } from '#sql';
 import { subagentMetadata } from '../../kandev/host.js';
+import { reconcileAll } from '../../src/reconcile.js';
 import { utcTimestamp } from '../../src/timestamp.js';
 
 export interface Check { shortfall: bigint | null; excess: bigint | null; status: string }
@@ -62,15 +63,10 @@ export async function healthUnderWriters(opts: {
     done = true;
     await writing;
   }
-  // Afterwards, once the background comparison has compared what the writers wrote (more than one health
-  // call compares itself on a fast machine, which health reports as `behind`, not `healthy`), as the
-  // exporter's steps would: everything is there.
-  await new Promise((r) => setTimeout(r, 1100));  // past the reconciliation's settle time
-  const { rows: [{ now }] } = await opts.checker.query(`SELECT (clock_timestamp() AT TIME ZONE 'UTC')::text AS now`);
-  for (;;) {
-    const { rows: [step] } = await opts.checker.query(`SELECT status FROM ${s}.subagent_context_reconcile($1::timestamp)`, [now]);
-    if (step.status !== 'stepped') break;
-  }
+  // Afterwards, once a complete comparison has compared what the writers wrote (more than one health call
+  // compares itself on a fast machine, which health reports as `behind`, not `healthy`; `health --full`'s
+  // own): everything is there.
+  await reconcileAll(opts.checker, opts.schema, { now: true });
   return { checks, calls, after: await health() };
 }
 
