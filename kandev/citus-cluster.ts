@@ -96,7 +96,19 @@ export async function createCitusDatabase(coordinatorUrl: string, name: string):
     }
     await withClient(urlOn(coordinator), async (c) => {
       await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.host, coordinator.port]);
-      for (const w of workers) await c.query('SELECT citus_add_node($1, $2)', [w.host, w.port]);
+      for (const w of workers) {
+        // The coordinator's first connection to the worker's new database failed once in a CI run while
+        // other files set up theirs ("failure on connection marked as essential"): try it again, briefly.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await c.query('SELECT citus_add_node($1, $2)', [w.host, w.port]);
+            break;
+          } catch (err) {
+            if (!/failure on connection marked as essential/.test((err as Error).message) || attempt >= 5) throw err;
+            await new Promise((r) => setTimeout(r, 1000));
+          }
+        }
+      }
     });
   } catch (err) {
     await drop().catch(() => {});
