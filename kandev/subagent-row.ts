@@ -29,7 +29,7 @@ export interface SubagentRow<Count = bigint> {
  * The rows that history derives, as a query over the installed derivation: for each (session, tool call)
  * the newest qualifying message (created_at, then id) through derive_subagent_row, under the message's own
  * metadata.agent_execution_id, else 'unknown'. A reference for tests and benchmarks to compare stored rows
- * with (the installation stores history in windows: sql/backfill.sql); run it with the installation's
+ * with (the installation stores history in windows: sql/code/backfill.sql); run it with the installation's
  * schema first on search_path.
  */
 export const HISTORY_ROWS = `(

@@ -1,7 +1,7 @@
 // Health's index on task_session_messages, as the activation builds it outside any transaction: the
-// statements of message-index.sql on a plain table, or of message-index-partitioned.sql, planned from the
+// statements of indexes/message-index.sql on a plain table, or of indexes/message-index-partitioned.sql, planned from the
 // catalog, when kandev partitions the table.
-import { sqlStatements } from './loader.js';
+import { MANIFEST, sqlStatements } from './loader.js';
 
 /** Is the schema's task_session_messages a partitioned table? */
 export async function messagesPartitioned(select, schema) {
@@ -14,13 +14,13 @@ export async function messagesPartitioned(select, schema) {
 /**
  * The statements that build (or rebuild) health's index, in order, each to run alone outside a
  * transaction. `select(text, values)` reads the catalog now (node-pg-migrate's pgm.db.select, or a pg
- * client wrapped): on a partitioned table, message-index-partitioned.sql's second statement is a query
+ * client wrapped): on a partitioned table, indexes/message-index-partitioned.sql's second statement is a query
  * whose rows are the per-partition builds that go between its first and third.
  */
 export async function healthIndexStatements(select, schema) {
-  if (!(await messagesPartitioned(select, schema))) return sqlStatements('message-index.sql', schema);
-  const steps = sqlStatements('message-index-partitioned.sql', schema);
-  if (steps.length !== 4) throw new Error('subagent-context: message-index-partitioned.sql must have 4 statements');
+  if (!(await messagesPartitioned(select, schema))) return MANIFEST.index.flatMap((f) => sqlStatements(f, schema));
+  const steps = MANIFEST['index-partitioned'].flatMap((f) => sqlStatements(f, schema));
+  if (steps.length !== 4) throw new Error('subagent-context: indexes/message-index-partitioned.sql must have 4 statements');
   const [prepare, plan, attach, finish] = steps;
   const builds = await select(plan, []);
   return [prepare, ...builds.map((b) => b.statement), attach, finish];

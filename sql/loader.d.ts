@@ -1,5 +1,7 @@
 // Types of loader.js for the TypeScript side (src/ imports it as `#sql`, package.json "imports").
 export const PACKAGE_VERSION: string;
+/** sql/manifest.txt: each section's files, in order. */
+export const MANIFEST: Record<string, string[]>;
 export const DATA_FILES: string[];
 export const CODE_FILES: string[];
 export const HOST_TABLES: string[];
@@ -33,12 +35,12 @@ export function sqlStatements(file: string, schema: string): string[];
 export function installStatements(schema: string, opts?: { code?: boolean }): string[];
 /** Uninstall as the statements of one transaction. */
 export function uninstallStatements(schema: string): string[];
-/** The guard every migration transaction starts with (migration-guard.sql), as one string of statements. */
+/** The guard every migration transaction starts with (guards/migration-guard.sql), as one string of statements. */
 export function migrationGuard(schema: string, opts: { lock: string; bookkeeping?: string | null; expected?: number | null;
   schema?: string | null; holdIndexBuilds?: boolean }): string;
 /** Deactivation (the activation keys go) as its statements. */
 export function deactivateStatements(schema: string): string[];
 export function installedCode(select: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, schema: string): Promise<InstalledCode | null>;
 export function targetSchema(pgm: unknown, given?: string): Promise<string>;
-export const INSTALL_LOCKS: string[][];
-export const UNINSTALL_LOCKS: string[][];
+/** `uninstall --drop-data`'s statements (manifest section drop-data). */
+export function dropDataStatements(schema: string): string[];

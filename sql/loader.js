@@ -9,7 +9,7 @@
 // - data, kept across releases: the subagent table, the failure log, the counters, the reconciliation's
 //   record, health's index on task_session_messages. Its files create or adopt, and are safe to apply again.
 // - code, replaced as a whole by every release: types, functions, the trigger. Applying it first drops
-//   the code of any earlier release (drop-code.sql), then creates this release's, in one transaction,
+//   the code of any earlier release (code/drop-code.sql), then creates this release's, in one transaction,
 //   keeping the trigger's ENABLE / ENABLE ALWAYS / DISABLE state, and records what it installed.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -19,24 +19,36 @@ const SQL_DIR = new URL('./', import.meta.url);
 
 export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
-/** The data layer, in the order it must be applied. */
-export const DATA_FILES = [
-  'table.sql', 'table-shape.sql', 'failures.sql', 'counters.sql', 'reconciliation.sql', 'backfill-progress.sql',
-  'installed.sql',
-];
+/**
+ * sql/manifest.txt: every section's files, in order ({ install: ['guards/citus-check.sql', …], … }). The one
+ * list of what runs and in which order, which a DBA's psql run reads too.
+ */
+export const MANIFEST = readManifest(readFileSync(new URL('manifest.txt', SQL_DIR), 'utf8'));
 
-/** The code layer, in the order it must be applied. */
-export const CODE_FILES = [
-  'drop-code.sql', 'installation.sql', 'tunables.sql', 'parse.sql', 'derive.sql', 'keys.sql', 'meta-writable.sql', 'topology.sql', 'stats.sql',
-  'capture.sql', 'backfill.sql', 'reconcile.sql', 'health.sql', 'repair.sql', 'grants.sql',
-];
+function readManifest(text) {
+  const sections = {};
+  let current = null;
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/#.*$/, '').trim();
+    if (!line) continue;
+    const header = /^\[([a-z-]+)\]/.exec(line);
+    if (header) sections[current = header[1]] = [];
+    else if (current) sections[current].push(line);
+    else throw new Error(`subagent-context: sql/manifest.txt: ${line} is outside any section`);
+  }
+  return sections;
+}
+
+/** The data layer and the code layer: the folders data/ and code/, in [install]'s order. */
+export const DATA_FILES = MANIFEST.install.filter((f) => f.startsWith('data/'));
+export const CODE_FILES = MANIFEST.install.filter((f) => f.startsWith('code/'));
 
 export const HOST_TABLES = ['kandev_meta', 'task_sessions', 'task_session_messages'];
 
 /** The two activation keys in kandev_meta (docs/health.md#activation-keys). */
 export const ACTIVATION_KEYS = ['subagent_context_capture_since', 'subagent_context_backfill_through'];
 
-/** The six capture counters (counters.sql), each a sequence subagent_context_<name>_seq. */
+/** The six capture counters (data/counters.sql), each a sequence subagent_context_<name>_seq. */
 export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'failed', 'anomalous_value', 'unknown_execution'];
 
 /**
@@ -102,26 +114,14 @@ export function sqlStatements(file, schema) {
   return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
 }
 
-/** What install and upgrade lock: task_sessions for the foreign key, task_session_messages for the trigger. */
-export const INSTALL_LOCKS = [['task_sessions', 'SHARE ROW EXCLUSIVE'], ['task_session_messages', 'SHARE ROW EXCLUSIVE']];
-/** What uninstall locks: DROP TRIGGER and DROP INDEX take task_session_messages whole. */
-export const UNINSTALL_LOCKS = [['task_session_messages', 'ACCESS EXCLUSIVE']];
-
 /**
- * The statements of one transaction that changes kandev's tables: the Citus check first (citus-check.sql:
- * it refuses a wrong layout and sets what Citus needs), then the locks the DDL needs, taken with bounded
- * waits (lock-host.sql, told which through a transaction-local setting), then every statement of `files`
- * alone (Citus forwards some DDL's whole query string to its workers, where more than one command fails).
+ * A manifest section as the statements of one transaction, the search_path pinned first, `skip` left out
+ * and `extra` after. Every statement goes alone: Citus forwards some DDL's whole query string to its
+ * workers, where more than one command fails.
  */
-function transaction(schema, locks, files, extra = []) {
-  return [
-    PIN_SEARCH_PATH,
-    sqlFile('citus-check.sql', schema),
-    `SELECT pg_catalog.set_config('subagent_context.host_locks', ${literal(locks.map(([t, m]) => `${t}:${m}`).join(','))}, true)`,
-    sqlFile('lock-host.sql', schema),
-    ...files.map((f) => sqlFile(f, schema)),
-    ...extra,
-  ].flatMap(splitStatements);
+function transaction(schema, section, { skip = () => false, extra = [] } = {}) {
+  return [PIN_SEARCH_PATH, ...MANIFEST[section].filter((f) => !skip(f)).map((f) => sqlFile(f, schema)), ...extra]
+    .flatMap(splitStatements);
 }
 
 /**
@@ -131,13 +131,13 @@ function transaction(schema, locks, files, extra = []) {
  */
 export function installStatements(schema, { code = true } = {}) {
   const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
-  // Last: an installation whose activation would refuse (meta-writable.sql) is not installed either.
+  // Last: an installation whose activation would refuse (code/meta-writable.sql) is not installed either.
   const meta = `SELECT ${quoteIdent(schema)}.subagent_context_assert_meta_writable()`;
-  return transaction(schema, INSTALL_LOCKS, [...DATA_FILES, ...(code ? CODE_FILES : [])], code ? [record, meta] : [meta]);
+  return transaction(schema, 'install', { skip: (f) => !code && f.startsWith('code/'), extra: code ? [record, meta] : [meta] });
 }
 
 /**
- * The first statements of every transaction a migration runs (migration-guard.sql), told what to check
+ * The first statements of every transaction a migration runs (guards/migration-guard.sql), told what to check
  * through a transaction-local setting: { lock, bookkeeping, expected, schema, holdIndexBuilds }. One string.
  * It reads the session's schema (node-pg-migrate's --schema) before it pins the search_path, which it does
  * before anything else runs, node-pg-migrate's own statements of the transaction included.
@@ -147,17 +147,22 @@ export function migrationGuard(schema, { lock, bookkeeping = null, expected = nu
   return `SELECT pg_catalog.set_config('subagent_context.migration_guard', ${literal(given)}, true),
        pg_catalog.set_config('subagent_context.session_schema', coalesce(pg_catalog.current_schema(), ''), true);
 ${PIN_SEARCH_PATH};
-${sqlFile('migration-guard.sql', schema)}`;
+${sqlFile('guards/migration-guard.sql', schema)}`;
 }
 
 /** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
 export function deactivateStatements(schema) {
-  return ['meta-writable.sql', 'deactivate.sql'].flatMap((f) => splitStatements(sqlFile(f, schema)));
+  return MANIFEST.deactivate.flatMap((f) => splitStatements(sqlFile(f, schema)));
 }
 
 /** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
 export function uninstallStatements(schema) {
-  return transaction(schema, UNINSTALL_LOCKS, ['meta-writable.sql', 'deactivate.sql', 'uninstall.sql', 'drop-code.sql']);
+  return transaction(schema, 'uninstall');
+}
+
+/** `uninstall --drop-data`, after the uninstall: the derived rows and the failure log, each statement alone. */
+export function dropDataStatements(schema) {
+  return MANIFEST['drop-data'].flatMap((f) => sqlStatements(f, schema));
 }
 
 /**

@@ -271,7 +271,7 @@ export async function assertSchemaExists(client: pg.Client, schema: string): Pro
 /**
  * Whether the capture trigger is on the schema's task_session_messages, read from the catalog: for an
  * installation that may be half there or half removed. Installed code asks
- * subagent_context_trigger_state() (sql/capture.sql) instead.
+ * subagent_context_trigger_state() (sql/code/capture.sql) instead.
  */
 export async function captureTriggerExists(client: pg.ClientBase, schema: string): Promise<boolean> {
   const { rows } = await client.query(

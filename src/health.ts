@@ -1,4 +1,4 @@
-// Health and stats as the SQL functions report them (sql/health.sql, sql/stats.sql), read through the same
+// Health and stats as the SQL functions report them (sql/code/health.sql, sql/code/stats.sql), read through the same
 // files as the report, the metrics and Grafana (sql/dashboards/health.sql, stats.sql).
 import type pg from 'pg';
 import { assertSchemaExists, captureTriggerExists } from './db.js';
@@ -17,7 +17,7 @@ export interface Health {
   failures: number | null;
   /** NULL only when nothing is installed. */
   collisions: number | null;
-  /** The one verdict, computed in SQL (sql/health.sql). */
+  /** The one verdict, computed in SQL (sql/code/health.sql). */
   status: HealthStatus;
   /** The release whose code is installed. */
   installed_version: string | null;

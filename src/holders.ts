@@ -1,5 +1,5 @@
 // Who holds up a health read that ran out of time: the one sentence `health` and the exporter add to
-// "took longer than N s". Health is a reader (sql/health.sql): only a lock that blocks reading (an ACCESS
+// "took longer than N s". Health is a reader (sql/code/health.sql): only a lock that blocks reading (an ACCESS
 // EXCLUSIVE lock on one of our tables or on the messages, from DDL or a LOCK TABLE left open) or a busy
 // server can hold it up, so that is what it looks for, on a connection of its own, briefly.
 import pg from 'pg';

@@ -19,7 +19,7 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
  * transaction pooler serves other clients between transactions (docs/install.md#behind-a-connection-pooler).
  * No session lock (noLock) and no `SET search_path` (no `schema` option): the migrations learn the schema
  * from this process (migrations/lib/steps.js, runByCli), every statement of theirs names it, and each
- * transaction takes node-pg-migrate's lock for itself and checks the bookkeeping (sql/migration-guard.sql).
+ * transaction takes node-pg-migrate's lock for itself and checks the bookkeeping (sql/guards/migration-guard.sql).
  */
 export async function migrate(client: pg.Client, schema: string, direction: 'up' | 'down' = 'up', count?: number) {
   await assertSchemaExists(client, schema);
@@ -115,7 +115,7 @@ interface BackfillStep extends BackfillResult {
 }
 
 /**
- * The guarded backfill (sql/backfill.sql), one batch per statement: each batch commits on its own, so a
+ * The guarded backfill (sql/code/backfill.sql), one batch per statement: each batch commits on its own, so a
  * live write of a historical message waits at most for one batch. A rerun after a failure or an
  * interruption continues where the walk stood.
  */
@@ -156,7 +156,7 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   }
 }
 
-/** The installed code layer (sql/installation.sql), or null when nothing is installed in `schema` (src/installed.ts). */
+/** The installed code layer (sql/code/installation.sql), or null when nothing is installed in `schema` (src/installed.ts). */
 export { readInstalledCode };
 
 /**

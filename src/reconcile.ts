@@ -1,4 +1,4 @@
-// The reconciliation from the CLI (sql/reconcile.sql): one bounded step per statement, so no snapshot
+// The reconciliation from the CLI (sql/code/reconcile.sql): one bounded step per statement, so no snapshot
 // outlives a step. `up` and `health --full` run one to completion (with progress on a terminal); every
 // `health` and every metrics evaluation gives it a little time afterwards, which keeps it current with
 // nothing extra to schedule (docs/health.md#reconciliation).

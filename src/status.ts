@@ -1,6 +1,6 @@
 // The health verdicts, once: every surface (the `health` command, the report, the metrics exporter)
 // reads its exit status, its alarm level, its one-line meaning and its advice from this table.
-// SQL computes which verdict applies (subagent_context_health().status, sql/health.sql); this file only
+// SQL computes which verdict applies (subagent_context_health().status, sql/code/health.sql); this file only
 // says what each one means to an operator. test/status.test.ts pins the keys to the SQL's values.
 import { quoteIdent } from '#sql';
 import { formatCount } from './count.js';

@@ -22,7 +22,7 @@ await db.createHost('removed');
 await db.up('removed');
 await db.createHost('orphan');
 await db.up('orphan');
-await db.query(sqlFile('drop-code.sql', 'orphan')); // the code gone, the trigger left (a hand-made removal cut short)
+await db.query(sqlFile('code/drop-code.sql', 'orphan')); // the code gone, the trigger left (a hand-made removal cut short)
 await db.createHost('old');
 await installRelease(RELEASES.find((r) => r.version === '0.1.0')!, db.url, 'old');
 await db.createHost('previous');

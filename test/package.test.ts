@@ -69,7 +69,7 @@ describe('npm pack, installed into an empty project', async () => {
   it('packs the built CLI, the SQL, the migrations and the alerts, and installs without PostgreSQL binaries', () => {
     expect(packed.code, packed.stderr).toBe(0);
     const files = (JSON.parse(packed.stdout)[0].files as Array<{ path: string }>).map((f) => f.path);
-    for (const f of ['dist/src/cli.js', 'migrations/1764680000000_install-capture.js', 'sql/capture.sql',
+    for (const f of ['dist/src/cli.js', 'migrations/1764680000000_install-capture.js', 'sql/code/capture.sql',
       'alerts/subagent-context.rules.yml', 'sql/dashboards/grafana-dashboard.json']) expect(files).toContain(f);
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('bench/') || f.startsWith('dist/bench/'))).toBe(false);
     expect(installed.code, installed.stderr).toBe(0);

@@ -17,7 +17,7 @@ for (let i = 0; i < 200; i++) {
     created_at: '2099-01-01 00:00:00',
     metadata: subagentMetadata({ tool_call_id: `toolu_${i}`, status: 'pending', subagent: { status: 'async_launched' } }) });
 }
-// Bracket-heavy text goes through the catching parser on every major (parse.sql).
+// Bracket-heavy text goes through the catching parser on every major (code/parse.sql).
 await insertMessage(c, 'public', { id: 'deep', session: t.session, task: t.task, turn: t.turn,
   created_at: '2099-01-01 00:00:00', metadata: '{"normalized":{"kind":"subagent_task"},"x":' + '['.repeat(3000) + ']'.repeat(3000) + '}' });
 await c.query(`SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;

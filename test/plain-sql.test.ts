@@ -1,13 +1,15 @@
 // The SQL in sql/ is plain SQL a DBA can read and run: @extschema@ (the target schema) is its only
-// placeholder, and psql installs capture from the files as written once it is replaced, in the loader's
-// order, with the data the loader would pass (the installation record) given by hand.
+// placeholder, and psql installs capture from the files as written, in sql/manifest.txt's order, by
+// docs/install.md's "By hand, with psql" commands (the data the loader would pass, the installation
+// record, given by hand).
 import { describe, expect, it } from 'vitest';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CODE_FILES, DATA_FILES } from '#sql';
+import { MANIFEST } from '#sql';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { freshDatabase } from './helpers/database.js';
+import { blocksUnder, runShell } from './helpers/doc-blocks.js';
 import { createTurn, insertMessage, subagentMetadata } from '../kandev/host.js';
 import { utcTimestamp } from '../src/timestamp.js';
 
@@ -25,15 +27,17 @@ describe('sql/: plain SQL', () => {
     expect(others).toEqual([]);
   });
 
-  it.skipIf(!psql)('installs under psql as written, once @extschema@ is replaced: capture, the backfill and health work', async () => {
-    const rendered = (names: string[]) => names.map((f) => readFileSync(join(SQL, f), 'utf8')).join('\n').replaceAll('@extschema@', 'public');
-    const run = (sql: string, single: boolean) => execFileSync('psql', [db.url, '-q', '-X', '-v', 'ON_ERROR_STOP=1',
-      ...(single ? ['--single-transaction'] : [])], { input: sql, env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } });
-    // The data and code layers in one transaction, and what the loader records after them.
-    run(`${rendered(DATA_FILES)}\n${rendered(CODE_FILES)}\nSELECT public.subagent_context_record_installation('by-hand', 'by-hand');`, true);
-    // Health's index outside a transaction (CREATE INDEX CONCURRENTLY), then the guarded backfill.
-    run(rendered(['message-index.sql']), false);
-    run('SELECT status FROM public.subagent_context_backfill();', false);
+  it('lists every installation file in sql/manifest.txt, each once per section, and nothing that is not there', () => {
+    const listed = Object.values(MANIFEST).flat();
+    const layers = files.filter((f) => /^(data|code|guards|indexes|uninstall)\//.test(f));
+    expect([...new Set(listed)].sort()).toEqual(layers.filter((f) => f !== 'guards/migration-guard.sql').sort());
+    for (const [section, list] of Object.entries(MANIFEST)) expect(new Set(list).size, section).toBe(list.length);
+  });
+
+  it.skipIf(!psql)('installs under psql by docs/install.md, in the manifest\'s order: capture, the backfill and health work', async () => {
+    const [block] = blocksUnder('install.md', 'By hand, with psql');
+    const run = await runShell(block!.text.replace('P=node_modules/subagent-context', 'P=.'), PACKAGE_ROOT, { DATABASE_URL: db.url });
+    expect(run.code, run.stderr).toBe(0);
     const t = await createTurn(db.pool, 'public', 'psql');
     await insertMessage(db.pool, 'public', { id: 'by-psql', session: t.session, task: t.task, turn: t.turn, created_at: utcTimestamp(),
       metadata: subagentMetadata({ tool_call_id: 'toolu_psql', status: 'completed', subagent: { subagent_type: 'explorer', total_tokens: 7 } }) });

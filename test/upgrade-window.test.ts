@@ -93,7 +93,7 @@ describe.each(RELEASES)('$version installed ($commit), this release\'s CLI befor
 });
 
 describe('a newer release installed, this release\'s CLI', async () => {
-  // A release after this one, as its installation records itself (sql/installed.sql's record).
+  // A release after this one, as its installation records itself (sql/data/installation-record.sql's record).
   const [major, minor] = PACKAGE_VERSION.split('.').map(Number);
   const newer = `${major}.${minor! + 1}.0`;
   const schema = 'window_newer';

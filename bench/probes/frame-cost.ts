@@ -45,7 +45,7 @@ function frames(): Frame[] {
 // The parts. Each reads frame i as base() does, then does its one thing.
 const READ = `SELECT f.* INTO r FROM probe.frames AS f WHERE f.i = $1;`;
 const DERIVE_ARGS = `r.session, r.task, r.turn, doc, r.created_at, r.updated_at, 'unknown'`;
-// The upsert of capture's subagent_merge_message() (sql/capture.sql), its derived row read from probe.derived
+// The upsert of capture's subagent_merge_message() (sql/code/capture.sql), its derived row read from probe.derived
 // under a tag that keeps each part's keys apart. The merge (ON CONFLICT ... DO UPDATE SET ...) is taken from
 // the installed function, so the probe measures the rules capture runs, not a copy of them.
 const UPSERT = (merge: string, table: string, tag: string) => `INSERT INTO ${table} AS s (id, source,

@@ -4,7 +4,7 @@
 //
 // Nothing a migration needs lives on the database session, which behind a transaction pooler serves
 // other clients between transactions (docs/install.md#behind-a-connection-pooler): every transaction
-// starts with the guard (sql/migration-guard.sql) and sets nothing beyond itself. What `subagent-context
+// starts with the guard (sql/guards/migration-guard.sql) and sets nothing beyond itself. What `subagent-context
 // up` and `uninstall` tell the migrations (the schema, that the CLI backfills) travels in this process.
 import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
@@ -47,7 +47,7 @@ const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[
 
 /**
  * Where this migration installs and what its transactions start and end with: `guard(opts)` renders
- * sql/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
+ * sql/guards/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
  * own command: RESET search_path), or null.
  */
 async function prepare(pgm, direction) {
@@ -142,7 +142,7 @@ export async function activate(pgm) {
   const step = await prepare(pgm, 'up');
   const { run, schema, guard, after } = step;
   pgm.noTransaction();
-  // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (message-index-partitioned.sql).
+  // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (indexes/message-index-partitioned.sql).
   const [first, ...rest] = await healthIndexStatements(select(pgm), schema);
   if (!/^(\s*--[^\n]*\n)*\s*DO\b/.test(first)) {
     throw new Error('subagent-context: the first step of health\'s index must be a DO block, to share a transaction with the guard');
@@ -154,7 +154,7 @@ export async function activate(pgm) {
     pgm.sql(`BEGIN;\n${guard()}`);
     return;
   }
-  // Batch by batch, each committed (sql/backfill.sql): outside a transaction block, the procedure may commit.
+  // Batch by batch, each committed (sql/code/backfill.sql): outside a transaction block, the procedure may commit.
   pgm.sql(`CALL ${quoteIdent(schema)}.subagent_context_backfill_run()`);
   // Then a complete reconciliation, committing after each step.
   pgm.sql(`DO $reconcile$
@@ -176,7 +176,7 @@ export async function uninstall(pgm) {
 /**
  * Deactivation: the activation keys go. Run by `subagent-context uninstall` (always all the way down), it
  * leaves them to the last transaction, which removes them with the trigger (uninstallStatements runs
- * deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
+ * uninstall/deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
  * installed and activated as it was, never deactivated with its trigger still firing.
  */
 export async function deactivate(pgm) {

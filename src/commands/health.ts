@@ -103,7 +103,7 @@ async function fullReconciliation(client: Client, ctx: CommandContext): Promise<
   }
 }
 
-/** How long health's read may take: it costs milliseconds (sql/health.sql), so this is only ever a server held up. */
+/** How long health's read may take: it costs milliseconds (sql/code/health.sql), so this is only ever a server held up. */
 export const HEALTH_TIMEOUT_MS = 10_000;
 
 /**

@@ -4,7 +4,7 @@ import { assertSchemaExists, assertWritable, explain, withClient } from '../db.j
 import { UserError } from '../errors.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
-import { ACTIVATION_KEYS, sqlStatements, uninstallStatements } from '#sql';
+import { ACTIVATION_KEYS, dropDataStatements, sqlStatements, uninstallStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 import { sameRelease } from '../installed.js';
@@ -40,7 +40,7 @@ Example:
         else console.log(`nothing to uninstall: subagent-context is not installed in schema "${safe(ctx.schema)}"`);
         return 0;
       }
-      const dataStatements = dropData ? sqlStatements('uninstall-data.sql', ctx.schema) : [];
+      const dataStatements = dropData ? dropDataStatements(ctx.schema) : [];
       // The deactivation refuses when kandev_meta carries code of its owner's, but only in the last
       // transaction, after the migrations down have committed: ask first, so that it changes nothing.
       if (before.keys.length > 0) await assertMetaWritable(client, ctx.schema);
@@ -143,7 +143,7 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
        WHERE n.nspname = ${schema} AND c.relkind IN ('i', 'I')
          AND c.relname IN ('subagent_context_recent_messages_idx', 'subagent_context_recent_messages_idx_old')
        ORDER BY 1`),
-    // As sql/uninstall.sql finds them: named subagent_context_*_seq, owned by no column.
+    // As sql/uninstall/capture.sql finds them: named subagent_context_*_seq, owned by no column.
     counters: await names(SQL`SELECT s.relname AS name FROM pg_class AS s JOIN pg_namespace AS n ON n.oid = s.relnamespace
        WHERE n.nspname = ${schema} AND s.relkind = 'S' AND s.relname LIKE 'subagent\\_context\\_%\\_seq'
          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d
@@ -186,11 +186,11 @@ async function withWhatChanged(err: unknown, client: pg.Client, schema: string, 
   return new UserError(`${sentence}; ${await whatChanged(client, schema, before)}`);
 }
 
-/** sql/meta-writable.sql's check, in a transaction that is rolled back: it refuses in one sentence, or changes nothing. */
+/** sql/code/meta-writable.sql's check, in a transaction that is rolled back: it refuses in one sentence, or changes nothing. */
 async function assertMetaWritable(client: pg.Client, schema: string): Promise<void> {
   await client.query('BEGIN');
   try {
-    for (const statement of sqlStatements('meta-writable.sql', schema)) await client.query(statement);
+    for (const statement of sqlStatements('code/meta-writable.sql', schema)) await client.query(statement);
     await client.query(`SELECT ${quote(schema)}.subagent_context_assert_meta_writable()`);
   } finally {
     await client.query('ROLLBACK').catch(() => {});

@@ -54,7 +54,7 @@ async function topologyOf(client: Client, schema: string): Promise<string> {
 }
 
 /**
- * Adopting an existing task_session_subagents is said once (sql/table.sql says so once per migration that
+ * Adopting an existing task_session_subagents is said once (sql/data/table.sql says so once per migration that
  * applies the data layer; the first says what it widened). Where kandev made that table (kandev >= 0.89
  * does, on a plain server), adopting it means two writers unless kandev's is turned off: said with it. On
  * Citus the operator made it, distributed, before `up` (docs/citus.md, step 2): nothing to say about its

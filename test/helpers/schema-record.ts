@@ -14,7 +14,7 @@ export const RECORD_DIR = join(PACKAGE_ROOT, 'schema-record');
 export const recordFile = (version: string) => join(RECORD_DIR, `${version}.txt`);
 
 /**
- * Functions whose text depends on the server major: sql/parse.sql, and until 0.3.0 sql/installation.sql,
+ * Functions whose text depends on the server major: sql/code/parse.sql, and until 0.3.0 sql/code/installation.sql,
  * which returned constants (0.4.0 reads a table): the volatility and body the record says instead.
  */
 const BY_SERVER_MAJOR: Array<[string, RegExp, string]> = [

@@ -33,16 +33,16 @@ describe('the non-subagent fast path', () => {
       return [
         ...[...text.matchAll(/strpos\(([^,()]+), '{1,2}subagent_task'{1,2}\) > 0/g)].map((m) => [f, m[0].replaceAll("''", "'"), MAY_QUALIFY(m[1]!)]),
         ...[...text.matchAll(/subagent-context: prefilter [0-9a-f]+/g)].map((m) => [f, m[0], HEALTH_INDEX.comment]),
-        // (in a string literal, as message-index-partitioned.sql formats it, its quotes are doubled)
+        // (in a string literal, as indexes/message-index-partitioned.sql formats it, its quotes are doubled)
         ...[...text.matchAll(/\(created_at\) WHERE [^\n;]*?> 0/g)].map((m) => [f, m[0].replaceAll("''", "'"), HEALTH_INDEX.definition]),
       ];
     });
     expect(spelled.filter(([, found, defined]) => found !== defined)).toEqual([]);
     // Where each must be: the WHEN clause, the function, both index files (definition and comment).
     const files = (want: string) => [...new Set(spelled.filter(([, found]) => found === want).map(([f]) => f))].sort();
-    expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['capture.sql']);
-    expect(files(MAY_QUALIFY('metadata'))).toEqual(['derive.sql', 'message-index-partitioned.sql', 'message-index.sql']);
-    expect(files(HEALTH_INDEX.comment)).toEqual(['message-index-partitioned.sql', 'message-index.sql']);
+    expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['code/capture.sql']);
+    expect(files(MAY_QUALIFY('metadata'))).toEqual(['code/derive.sql', 'indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
+    expect(files(HEALTH_INDEX.comment)).toEqual(['indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
     // No other spelling of the literal anywhere in sql/: every other path calls subagent_may_qualify().
     const others = readdirSync(dir).filter((f) => f.endsWith('.sql'))
       .flatMap((f) => (readFileSync(join(dir, f), 'utf8').match(/strpos\([^)]*subagent_task[^)]*\)[^\n]*/g) ?? []).map((l) => `${f}: ${l}`))

@@ -43,7 +43,7 @@ DECLARE
   -- in a mode that conflicts with $3, chosen as on the coordinator below against the moment $2; never this
   -- transaction's own connections. NULL: none. One look at every worker (run_command_on_workers, outside
   -- this transaction), which lists every session there holding a lock on the table or its shards, or a
-  -- snapshot; message-index.sql takes the same look.
+  -- snapshot; indexes/message-index.sql takes the same look.
   worker_holders constant text := $holders$
     SELECT string_agg(pg_catalog.format('pid %s on worker %s:%s (%s for %s, %s: %s)', h.pid, h.nodename, h.nodeport,
              coalesce(h.usename, '?'),

@@ -1,7 +1,7 @@
 -- The reconciliation (docs/health.md#reconciliation, docs/decisions.md#health-at-any-size): the full
 -- comparison of qualifying messages with rows, in bounded steps. Public interface (installing role only):
 -- subagent_context_reconcile() (one step) and the procedure subagent_context_reconcile_all(); the rest is
--- internal. Its record is data (reconciliation.sql); a run is trusted only by the code that made it (its
+-- internal. Its record is data (data/reconciliation-record.sql); a run is trusted only by the code that made it (its
 -- `method` is the installed code's digest).
 --
 -- What is compared, for a window of creation times [lo, hi):
@@ -287,7 +287,7 @@ CREATE FUNCTION @extschema@.subagent_context_reconcile(
   OUT messages_compared bigint, OUT missing bigint, OUT excess bigint, OUT completed boolean)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
 SET jit = off
 SET lock_timeout = '1s'
 AS $$

@@ -1,8 +1,8 @@
--- Uninstall, after deactivate.sql and before drop-code.sql (the loader applies the three in one
+-- Uninstall, after uninstall/deactivate.sql and before code/drop-code.sql (the loader applies the three in one
 -- transaction): stop capturing and remove the capture function, the counters, health's index on kandev's
 -- table and the reconciliation's record. Internal; run by `subagent-context uninstall` and node-pg-migrate down, and by
 -- hand with psql (docs/uninstall.md). The data stays: task_session_subagents and subagent_context_failures
--- are dropped only by uninstall-data.sql. The activation keys go because they claim "captured since": after
+-- are dropped only by uninstall/data.sql. The activation keys go because they claim "captured since": after
 -- an uninstall that is no longer true; a later install backfills the gap and publishes fresh keys.
 
 -- On Citus, Citus drops the source of a moved or split shard later (its cleaner, or CALL
@@ -56,7 +56,7 @@ BEGIN
 END
 $counters$;
 
--- The reconciliation's record describes the activation that ends here (deactivate.sql removed its keys);
+-- The reconciliation's record describes the activation that ends here (uninstall/deactivate.sql removed its keys);
 -- where an unfinished backfill stood means nothing without them; what was installed is gone.
 DROP TABLE IF EXISTS @extschema@.subagent_context_reconciliation_keys, @extschema@.subagent_context_reconciliations,
   @extschema@.subagent_context_missing_keys, @extschema@.subagent_context_backfill_progress,

@@ -3,7 +3,7 @@
 -- CREATE INDEX would hold every writer for a whole scan, so: the index ON ONLY the parent (catalog only,
 -- invalid until complete), each leaf's built CONCURRENTLY, then each attached; partitions created or
 -- attached later get it from PostgreSQL. A run interrupted anywhere is completed by the next one. The
--- definition and comment are message-index.sql's (HEALTH_INDEX in sql/loader.js). The statements are
+-- definition and comment are indexes/message-index.sql's (HEALTH_INDEX in sql/loader.js). The statements are
 -- separated by `-- statement` and run one at a time outside a transaction; the second is a query whose rows
 -- are the builds that run between the first and the third. The steps that take a lock writers wait for
 -- hold it only for a catalog change, and wait for it at most 5 s: a rerun continues.

@@ -3,7 +3,7 @@
 --
 -- Every function and procedure of the installation is named subagent_* or derive_subagent_row, in the
 -- target schema; all of them go, whatever their signature, and the row type with them. Kept:
--- capture_subagent_message() and its trigger: capture.sql replaces the function in place and re-creates
+-- capture_subagent_message() and its trigger: code/capture.sql replaces the function in place and re-creates
 -- the trigger keeping its ENABLE state (dropping them would drop that state). Data is never touched here.
 DO $drop_code$
 DECLARE

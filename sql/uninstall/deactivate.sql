@@ -1,7 +1,7 @@
 -- Deactivation: the activation keys go, and with them where an unfinished backfill stood (it means nothing
 -- without them). Internal; the down of every activation migration, and part of uninstall. Health then says
 -- not_activated; `subagent-context backfill` (or `up`) activates again.
--- kandev_meta's own code never runs as us (meta-writable.sql, applied before this file by the loader).
+-- kandev_meta's own code never runs as us (code/meta-writable.sql, applied before this file by the loader).
 DO $meta$
 BEGIN
   PERFORM @extschema@.subagent_context_assert_meta_writable();

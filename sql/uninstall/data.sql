@@ -1,6 +1,6 @@
 -- Uninstall, data too (`subagent-context uninstall --drop-data`): drop the derived rows and the failure
 -- log. Internal. The first statement refuses, before anything is dropped, when task_session_subagents was
--- not created by this project (kandev's own table, adopted at install: table.sql records who created it).
+-- not created by this project (kandev's own table, adopted at install: data/table.sql records who created it).
 DO $owned$
 DECLARE
   target regclass := to_regclass('@extschema@.task_session_subagents');

@@ -10,7 +10,7 @@
 -- The prefilter: can this metadata qualify at all? One pass for the literal subagent_task, which is part of
 -- what qualifies (docs/decisions.md#derivation): a document that spells the kind with \u escapes is not a
 -- subagent call on any path. The same expression (MAY_QUALIFY in sql/loader.js) is the trigger's WHEN
--- clause (capture.sql) and the predicate of health's index on task_session_messages (message-index.sql);
+-- clause (code/capture.sql) and the predicate of health's index on task_session_messages (indexes/message-index.sql);
 -- every other path calls this function, which inlines to it and so matches that index.
 CREATE FUNCTION @extschema@.subagent_may_qualify(metadata text)
 RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -78,8 +78,8 @@ RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT coalesce(@extschema@.subagent_text_field(doc, 'agent_execution_id'), nullif(setting, ''), 'unknown') $$;
 
 -- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
--- source are the writer's). Named once so derivation and history share it; the two INSERTs (capture.sql,
--- backfill.sql) take it whole (d.*), naming their target columns in this order.
+-- source are the writer's). Named once so derivation and history share it; the two INSERTs (code/capture.sql,
+-- code/backfill.sql) take it whole (d.*), naming their target columns in this order.
 CREATE TYPE @extschema@.subagent_row AS (
   task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
   parent_tool_call_id text, subagent_type text, description text, agent_id text,

@@ -1,6 +1,6 @@
 -- Capture (docs/decisions.md#derivation, #merge-and-identity): the trigger subagent_context_capture turns
 -- each qualifying message write into one upsert of task_session_subagents. WHEN prefilter -> parse ->
--- subagent_merge_message(): derive_subagent_row (derive.sql) and one INSERT ... ON CONFLICT DO UPDATE whose
+-- subagent_merge_message(): derive_subagent_row (code/derive.sql) and one INSERT ... ON CONFLICT DO UPDATE whose
 -- SET clause is the whole merge, so concurrent writers of a key converge in any commit order; `repair`
 -- replays a failed capture through the same function.
 --
@@ -22,7 +22,7 @@ DECLARE
   stored integer;
 BEGIN
   -- The columns are named (a table adopted from kandev may have more): id and source, then
-  -- subagent_row's (derive.sql), in its order.
+  -- subagent_row's (code/derive.sql), in its order.
   INSERT INTO @extschema@.task_session_subagents AS s (id, source,
     task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
     subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
@@ -171,7 +171,7 @@ REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
 
 -- The capture trigger's state, pg_trigger.tgenabled: 'O' fires in normal sessions, 'A' always, 'R' only
 -- on replicas, 'D' disabled; NULL when the trigger is missing. Internal: the one place that looks the
--- trigger up, for the re-creation below, activation (backfill.sql), health and metrics.
+-- trigger up, for the re-creation below, activation (code/backfill.sql), health and metrics.
 CREATE FUNCTION @extschema@.subagent_context_trigger_state()
 RETURNS "char" LANGUAGE plpgsql STABLE
 AS $$

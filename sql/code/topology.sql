@@ -1,6 +1,6 @@
 -- Where the installation runs: 'citus' (task_session_messages is a Citus distributed table), 'partitioned'
 -- (a declaratively partitioned table) or 'plain'. Public: the report asks it, to leave out what a topology
--- cannot answer instead of answering from the wrong data; the counters ask it (stats.sql).
+-- cannot answer instead of answering from the wrong data; the counters ask it (code/stats.sql).
 --
 -- On Citus every function of the installation that reads a table is PL/pgSQL: Citus plans no query against
 -- a distributed table inside a parameterized SQL function, and PL/pgSQL plans each query with its

@@ -2,7 +2,7 @@
 -- operators may read it (docs/health.md#reconciliation).
 --
 -- A reconciliation compares every qualifying message created since capture_since with the rows, in bounded
--- steps (reconcile.sql); one row per run says what it compared, up to where and when.
+-- steps (code/reconcile.sql); one row per run says what it compared, up to where and when.
 CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliations (
   id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   capture_since     timestamp(6) NOT NULL,  -- the activation it compared from: another key invalidates it

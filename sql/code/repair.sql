@@ -45,7 +45,7 @@ CREATE FUNCTION @extschema@.subagent_context_repair(
   OUT more boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
 SET enable_bitmapscan = off  -- a bitmap ignores the density check's LIMIT and reads its whole span
 SET jit = off
 AS $$

@@ -47,7 +47,7 @@ BEGIN
   -- lock timeout let a reader opened just before a quick install through, and the build waited for it.)
   looked_from := pg_catalog.clock_timestamp();
   FOR try IN 1..tries LOOP
-    -- One look at every worker (run_command_on_workers, outside this transaction), as lock-host.sql takes it:
+    -- One look at every worker (run_command_on_workers, outside this transaction), as guards/lock-host.sql takes it:
     -- every session there holding a lock on the table or its shards, or a snapshot.
     EXECUTE $holders$
       SELECT string_agg(pg_catalog.format('pid %s on worker %s:%s (%s for %s, %s: %s)', h.pid, h.nodename, h.nodeport,

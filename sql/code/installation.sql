@@ -1,6 +1,6 @@
 -- What the code layer installed here (public interface: subagent_context_installation()), read from the
 -- record the loader writes after the code layer (subagent_context_record_installation(); the data is in
--- installed.sql's table). No row: the code was applied by hand, and `up` applies it again.
+-- data/installation-record.sql's table). No row: the code was applied by hand, and `up` applies it again.
 CREATE FUNCTION @extschema@.subagent_context_installation(
   OUT version text, OUT code_digest text, OUT server_major integer)
 RETURNS SETOF record
@@ -8,7 +8,7 @@ LANGUAGE sql STABLE SECURITY DEFINER  -- versions only: readable with USAGE on t
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT i.version, i.code_digest, i.server_major FROM @extschema@.subagent_context_installed AS i $$;
 
--- Records the package version and code digest (given by the loader) and the server major (parse.sql differs
+-- Records the package version and code digest (given by the loader) and the server major (code/parse.sql differs
 -- by major): after a major upgrade of the server, or with another package's code, `up` re-applies the code.
 CREATE FUNCTION @extschema@.subagent_context_record_installation(version text, code_digest text)
 RETURNS void

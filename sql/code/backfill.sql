@@ -41,7 +41,7 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '100ms'  -- see subagent_store_history_waiting()
-SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (health.sql)
+SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
 SET jit = off
 AS $$
 DECLARE

@@ -1,5 +1,5 @@
 -- task_session_subagents (public interface): one row per subagent invocation. Data layer: kept across
--- releases. An existing table (an earlier release's, or kandev >= 0.89's own) is left to table-shape.sql,
+-- releases. An existing table (an earlier release's, or kandev >= 0.89's own) is left to data/table-shape.sql,
 -- which checks and adopts it.
 CREATE TABLE IF NOT EXISTS @extschema@.task_session_subagents (
   id                  text PRIMARY KEY,

@@ -1,4 +1,4 @@
--- The shape of task_session_subagents, whoever created it (table.sql, an earlier release, kandev >= 0.89):
+-- The shape of task_session_subagents, whoever created it (data/table.sql, an earlier release, kandev >= 0.89):
 -- the columns and the unique key capture needs, the mark of who created it, the indexes and grants of this
 -- release. Data layer. A table of another shape stops the installation with an error naming every
 -- difference; it aborts the transaction, so nothing is changed.
@@ -10,7 +10,7 @@ DECLARE
   key_immediate boolean;
   ours constant text := 'subagent-context: created by subagent-context';
 BEGIN
-  -- The columns as table.sql declares them (test/table-shape.test.ts holds the two lists together); a type
+  -- The columns as data/table.sql declares them (test/table-shape.test.ts holds the two lists together); a type
   -- is compared without its modifier, so timestamp(6) and timestamp both pass.
   WITH expected (pos, name, type, not_null) AS (VALUES
          ( 1, 'id',                  'text',                        true),
@@ -76,7 +76,7 @@ BEGIN
             ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
 
-  -- Who created it is recorded in its comment: uninstall --drop-data drops only a table of ours. table.sql's
+  -- Who created it is recorded in its comment: uninstall --drop-data drops only a table of ours. data/table.sql's
   -- table (now, or by 0.1.0, which wrote no comment) is recognised by what only it does: fillfactor 90, the
   -- key's name, and no default execution id (kandev's own table has DEFAULT 'unknown').
   IF obj_description(target, 'pg_class') IS NULL

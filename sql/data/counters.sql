@@ -1,4 +1,4 @@
--- Capture statistics: the six counters (data layer: kept across upgrades; read by stats.sql), counted per
+-- Capture statistics: the six counters (data layer: kept across upgrades; read by code/stats.sql), counted per
 -- qualifying message write (docs/decisions.md#stats). Each is a sequence: nextval() never waits for another
 -- transaction and never takes a row lock, so writers do not serialize on a hot counter row. The price:
 -- counters are not transactional (a rolled-back write still counts).

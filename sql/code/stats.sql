@@ -1,4 +1,4 @@
--- subagent_context_stats() (public interface): the six capture counters of counters.sql as one row.
+-- subagent_context_stats() (public interface): the six capture counters of data/counters.sql as one row.
 
 -- How many times a counter sequence has been advanced (0 before its first nextval). On Citus the trigger
 -- advances the sequences of the node where it fires, so a counter is the sum over the coordinator and every
