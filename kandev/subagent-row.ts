@@ -27,7 +27,7 @@ export interface SubagentRow<Count = bigint> {
 
 /**
  * The rows that history derives, as a query over the installed derivation: for each (session, tool call)
- * the newest qualifying message (created_at, then id) through derive_subagent_row, under the message's own
+ * the newest qualifying message (created_at, then id) through subagent_context_derive_row, under the message's own
  * metadata.agent_execution_id, else 'unknown'. A reference for tests and benchmarks to compare stored rows
  * with (the installation stores history in windows: sql/code/backfill.sql); run it with the installation's
  * schema first on search_path.
@@ -35,8 +35,8 @@ export interface SubagentRow<Count = bigint> {
 export const HISTORY_ROWS = `(
   SELECT DISTINCT ON (d.task_session_id, d.tool_call_id) d.*
     FROM task_session_messages AS m
-   CROSS JOIN LATERAL (SELECT subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-   CROSS JOIN LATERAL derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
-           coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'), subagent_execution_id(p.doc, NULL)) AS d
-   WHERE subagent_may_qualify(m.metadata)
+   CROSS JOIN LATERAL (SELECT subagent_context_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+   CROSS JOIN LATERAL subagent_context_derive_row(m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
+           coalesce(m.updated_at, clock_timestamp() AT TIME ZONE 'UTC'), subagent_context_execution_id(p.doc, NULL)) AS d
+   WHERE subagent_context_may_qualify(m.metadata)
    ORDER BY d.task_session_id, d.tool_call_id, m.created_at DESC, m.id DESC)`;

@@ -55,7 +55,7 @@ export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'faile
  * Can this metadata text be a subagent call? The literal `subagent_task` is part of what qualifies
  * (docs/decisions.md#derivation): one pass over the text, and no writer that exists escapes the letters
  * of a kind. The definition: the SQL files spell it out where an expression must stand alone (the
- * trigger's WHEN clause, health's index predicate, subagent_may_qualify()), and test/host/prefilter.test.ts
+ * trigger's WHEN clause, health's index predicate, subagent_context_may_qualify()), and test/host/prefilter.test.ts
  * holds every spelling to this one.
  */
 export function MAY_QUALIFY(text) {

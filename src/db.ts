@@ -1,6 +1,7 @@
 // Connections, and the errors an operator can act on.
 import pg from 'pg';
 import { SQL } from 'sql-template-strings';
+import { quoteIdent, sqlFile } from '#sql';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
 import { connectClient, tlsSentence } from './tls.js';
@@ -21,7 +22,7 @@ const CONNECTING_ROLE = 'the connecting role';
 
 /** A name as SQL spells it: bare when it is a plain lowercase identifier, else double-quoted. */
 function sqlName(name: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`;
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : quoteIdent(name);
 }
 
 /**
@@ -224,25 +225,36 @@ export async function withClient<T>(url: string | undefined, fn: (client: pg.Cli
 }
 
 /**
- * Runs one bounded step of ours (a backfill batch, a reconciliation step, a repair batch) in a transaction of
- * its own whose settings last only for it (behind a pooler in transaction mode the server session serves
- * other clients next): `settings`, and client_connection_check_interval, so that once this process is gone
- * (kill -9) the server stops the step within about a second instead of running it to its end. PostgreSQL
- * arms that check when a statement starts, so it is set by a statement before the step's: a SET clause on
- * the step's function comes too late and checks nothing (docs/reliability.md#locks).
+ * The one way this package runs a transaction of its own: BEGIN (`begin`, e.g. with an isolation level),
+ * `settings` local to it (behind a pooler in transaction mode the server session serves other clients
+ * next), then `body`; COMMIT when it returns, unless `rollback` says to roll back what it returned (a check
+ * or a read that must change nothing); ROLLBACK when it throws.
  */
-export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
-  const all = Object.entries({ client_connection_check_interval: '1s', ...settings });
-  await client.query('BEGIN');
+export async function inTransaction<T>(client: pg.ClientBase, body: () => Promise<T>,
+    { begin = 'BEGIN', settings = {}, rollback = () => false }:
+    { begin?: string; settings?: Record<string, string>; rollback?: (result: T) => boolean } = {}): Promise<T> {
+  await client.query(begin);
   try {
-    await client.query(`SELECT ${all.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`, all.flat());
-    const result = await step();
-    await client.query('COMMIT');
+    const all = Object.entries(settings);
+    if (all.length) await client.query(`SELECT ${all.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`, all.flat());
+    const result = await body();
+    await client.query(rollback(result) ? 'ROLLBACK' : 'COMMIT');
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Runs one bounded step of ours (a backfill batch, a reconciliation step, a repair batch) in a transaction of
+ * its own, with `settings` and client_connection_check_interval, so that once this process is gone
+ * (kill -9) the server stops the step within about a second instead of running it to its end. PostgreSQL
+ * arms that check when a statement starts, so it is set by a statement before the step's: a SET clause on
+ * the step's function comes too late and checks nothing (docs/reliability.md#locks).
+ */
+export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+  return inTransaction(client, step, { settings: { client_connection_check_interval: '1s', ...settings } });
 }
 
 /** What a read-only server (a standby, or default_transaction_read_only) allows: one sentence, for every command. */
@@ -269,13 +281,11 @@ export async function assertSchemaExists(client: pg.Client, schema: string): Pro
 }
 
 /**
- * Whether the capture trigger is on the schema's task_session_messages, read from the catalog: for an
- * installation that may be half there or half removed. Installed code asks
- * subagent_context_trigger_state() (sql/code/capture.sql) instead.
+ * The verdict where no subagent_context_health() is there to ask (sql/metrics/not-installed.sql):
+ * `trigger_orphaned` when the capture trigger was left behind, else `not_installed`. Read from the catalog
+ * only, for an installation that may be half there or half removed.
  */
-export async function captureTriggerExists(client: pg.ClientBase, schema: string): Promise<boolean> {
-  const { rows } = await client.query(
-    SQL`SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(format('%I.task_session_messages', ${schema}::text))
-        AND tgname = 'subagent_context_capture'`);
-  return rows.length > 0;
+export async function withoutInstallation(client: pg.ClientBase, schema: string):
+    Promise<{ status: 'not_installed' | 'trigger_orphaned'; trigger_installed: boolean }> {
+  return (await client.query(sqlFile('metrics/not-installed.sql', schema))).rows[0];
 }

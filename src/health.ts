@@ -1,7 +1,7 @@
 // Health and stats as the SQL functions report them (sql/code/health.sql, sql/code/stats.sql), read through the same
 // files as the report, the metrics and Grafana (sql/dashboards/health.sql, stats.sql).
 import type pg from 'pg';
-import { assertSchemaExists, captureTriggerExists } from './db.js';
+import { assertSchemaExists, withoutInstallation } from './db.js';
 import { readDashboard } from './dashboards.js';
 import { sameRelease, type InstalledCode } from './installed.js';
 import { exitCodeFor, type HealthStatus } from './status.js';
@@ -82,9 +82,9 @@ export async function healthTarget(client: pg.Client, schema: string): Promise<I
 export async function healthReport(client: pg.Client, schema: string, installed?: InstalledCode | null): Promise<HealthReport> {
   const code = installed === undefined ? await healthTarget(client, schema) : installed;
   if (!code?.health) {
-    // Without the health function there is no SQL verdict to read: a trigger left behind (a partial
-    // removal) is named as such, anything else is not installed.
-    const status = (await captureTriggerExists(client, schema)) ? 'trigger_orphaned' : 'not_installed';
+    // Without the health function, the verdict of sql/metrics/not-installed.sql: a trigger left behind (a
+    // partial removal) is named as such, anything else is not installed.
+    const { status } = await withoutInstallation(client, schema);
     return { status, exitCode: exitCodeFor(status), stats: null, upgradeAvailable: false, health: {
       activated: false, capture_since: null, backfill_through: null, shortfall: null, excess: null,
       last_observed_at: null, trigger_enabled: status === 'trigger_orphaned', failures: null, collisions: null,

@@ -3,6 +3,7 @@
 // EXCLUSIVE lock on one of our tables or on the messages, from DDL or a LOCK TABLE left open) or a busy
 // server can hold it up, so that is what it looks for, on a connection of its own, briefly.
 import pg from 'pg';
+import { inTransaction } from './db.js';
 
 const HOLDERS = `
   SELECT a.pid, coalesce(a.state, '?') AS state, coalesce(a.usename::text, '?') AS role,
@@ -28,10 +29,7 @@ export async function holdersSentence(databaseUrl: string, schema: string): Prom
   try {
     await client.connect();
     // Local to its transaction: behind a pooler this server session serves other clients next.
-    await client.query('BEGIN');
-    await client.query(`SELECT set_config('statement_timeout', '2s', true)`);
-    const { rows } = await client.query(HOLDERS, [schema]);
-    await client.query('COMMIT');
+    const { rows } = await inTransaction(client, () => client.query(HOLDERS, [schema]), { settings: { statement_timeout: '2s' } });
     if (rows.length === 0) return '; no session holds a lock health needs, so the server itself is slow (busy or overloaded: see pg_stat_activity)';
     return `; held up by ${rows.map((r) => `pid ${r.pid} (role ${r.role}, ${r.state} for ${r.seconds} s, ACCESS EXCLUSIVE on ${r.relation}` +
       `${r.query ? `: ${r.query}` : ''})`).join(', ')}: end it with pg_terminate_backend(pid) if it should not be there`;

@@ -1,10 +1,9 @@
 // Installation through node-pg-migrate: the same migrations a user can run with plain
 // `node-pg-migrate up`, so both paths install exactly the same thing.
 import type pg from 'pg';
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
-import { assertSchemaExists, inStep } from './db.js';
+import { assertSchemaExists, inStep, inTransaction } from './db.js';
 import { UserError } from './errors.js';
 import { installStatements, quoteIdent } from '#sql';
 import { readInstalled as readInstalledCode } from './installed.js';
@@ -18,7 +17,7 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
  * node-pg-migrate's runner, as the CLI runs it: nothing on the database session, which behind a
  * transaction pooler serves other clients between transactions (docs/install.md#behind-a-connection-pooler).
  * No session lock (noLock) and no `SET search_path` (no `schema` option): the migrations learn the schema
- * from this process (migrations/lib/steps.js, runByCli), every statement of theirs names it, and each
+ * from this run (the loader below passes it to migrations/lib/steps.js), every statement of theirs names it, and each
  * transaction takes node-pg-migrate's lock for itself and checks the bookkeeping (sql/guards/migration-guard.sql).
  */
 export async function migrate(client: pg.Client, schema: string, direction: 'up' | 'down' = 'up', count?: number) {
@@ -26,7 +25,6 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
   // Loaded here, not at the top: only up, backfill and uninstall migrate, and node-pg-migrate (with the
   // TypeScript loader it brings) is most of every other command's start-up.
   const { runner, PG_MIGRATE_LOCK_ID } = await import('node-pg-migrate');
-  const { runByCli } = await import(pathToFileURL(join(MIGRATIONS_DIR, 'lib', 'steps.js')).href) as { runByCli: RunByCli };
   const bookkeeping = `${quoteIdent(schema)}.${quoteIdent(MIGRATIONS_TABLE)}`;
   const { rows: [{ existed }] } = await client.query(
     `SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL AS existed`, [schema, MIGRATIONS_TABLE]);
@@ -35,23 +33,29 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
   const recorded = existed
     ? await client.query(`SELECT count(*)::int AS n FROM ${bookkeeping}`).then((r) => r.rows[0].n as number, () => null)
     : 0;
+  // What the migrations learn from this run: each step of migrations/lib/steps.js takes it as its second
+  // argument, passed by this loader (node-pg-migrate's own passes `pgm` alone).
+  const run: CliRun = { schema, bookkeeping, recorded, open: false };
+  const loader = async (paths: string[]) => Promise.all(paths.map(async (path) => {
+    const step = await import(pathToFileURL(path).href) as { up: Step; down: Step };
+    return { id: path, filePaths: [path], actions: { up: (pgm: unknown) => step.up(pgm, run), down: (pgm: unknown) => step.down(pgm, run) } };
+  }));
   try {
-    return await runByCli({ schema, bookkeeping, recorded }, async (run) => {
-      const applied = await runner({
-        dbClient: client,
-        dir: MIGRATIONS_DIR,
-        direction,
-        count: count ?? (direction === 'down' ? Infinity : undefined),
-        migrationsSchema: schema,
-        migrationsTable: MIGRATIONS_TABLE,
-        noLock: true,
-        checkOrder: true,
-        logger: silent,
-      });
-      // An activation left its record in a transaction of its own, behind its guard (steps.js).
-      if (run.open) await client.query('COMMIT');
-      return applied;
+    const applied = await runner({
+      dbClient: client,
+      dir: MIGRATIONS_DIR,
+      direction,
+      count: count ?? (direction === 'down' ? Infinity : undefined),
+      migrationsSchema: schema,
+      migrationsTable: MIGRATIONS_TABLE,
+      noLock: true,
+      checkOrder: true,
+      logger: silent,
+      migrationLoaderStrategies: [{ extensions: ['.js'], loader }],
     });
+    // An activation left its record in a transaction of its own, behind its guard (steps.js).
+    if (run.open) await client.query('COMMIT');
+    return applied;
   } catch (err) {
     // A failing migration leaves the caller's connection inside the migration's aborted transaction
     // (node-pg-migrate issues BEGIN but no ROLLBACK): roll back, so the connection is usable.
@@ -73,8 +77,9 @@ export async function migrate(client: pg.Client, schema: string, direction: 'up'
   }
 }
 
-type RunByCli = <T>(run: { schema: string; bookkeeping: string; recorded: number | null },
-  fn: (run: { open: boolean }) => Promise<T>) => Promise<T>;
+/** What a run of the CLI tells the migrations (migrations/lib/steps.js, `CliRun`). */
+interface CliRun { schema: string; bookkeeping: string; recorded: number | null; open: boolean }
+type Step = (pgm: unknown, run: CliRun) => Promise<void>;
 
 export interface BackfillResult {
   status: 'activated' | 'already activated' | 'failed';
@@ -168,14 +173,9 @@ export { readInstalledCode };
 export async function refreshCode(client: pg.Client, schema: string): Promise<boolean> {
   const code = await readInstalledCode(client, schema);
   if (!code || code.current) return false;
-  await client.query('BEGIN');
-  try {
+  await inTransaction(client, async () => {
     for (const statement of installStatements(schema)) await client.query(statement);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+  });
   return true;
 }
 

@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { formatCount, safe } from './output.js';
 import { ACTIVATION_KEYS, quoteIdent } from '#sql';
-import { captureTriggerExists } from './db.js';
+import { withoutInstallation } from './db.js';
 import { ownsSession, sendCancel } from './pooler.js';
 import { connectClient } from './tls.js';
 import { readInstalled } from './installed.js';
@@ -105,7 +105,7 @@ async function waitUntilGone(admin: pg.Client, pid: number): Promise<void> {
 
 /** What an interrupted `up` or `backfill` leaves: read from the database, for the closing sentence. */
 export async function describeInstallState(admin: pg.Client, schema: string, rerun: string): Promise<string> {
-  const trigger = await captureTriggerExists(admin, schema);
+  const trigger = (await withoutInstallation(admin, schema)).trigger_installed;
   const { rows: [s] } = await admin.query(
     `SELECT to_regclass(format('%I.kandev_meta', $1::text)) IS NOT NULL AS has_meta`, [schema]);
   let keys = 0;

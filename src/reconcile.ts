@@ -81,7 +81,7 @@ async function candidates(client: pg.ClientBase, schema: string, startedAt: stri
     return (await inStep(client, () => client.query(
       `SELECT count(*)::float8 AS n FROM ${s}.task_session_messages AS m
         WHERE m.created_at >= ${s}.subagent_context_capture_since() AND m.created_at < $1::timestamp
-          AND ${s}.subagent_may_qualify(m.metadata)`, [startedAt]))).rows[0].n as number;
+          AND ${s}.subagent_context_may_qualify(m.metadata)`, [startedAt]))).rows[0].n as number;
   } catch {
     return 0;
   }

@@ -76,15 +76,13 @@ beforeAll(async () => {
   const [block] = blocksUnder('security.md', 'A dashboard role');
   execFileSync('psql', [urlOf(roles.installer), '-q', '-v', 'ON_ERROR_STOP=1'], { input: block!.text.replaceAll('kandev_dashboard', roles.dashboard) });
 
-  // Every function and procedure of the installation, as pg_proc lists them, with a call that passes NULLs.
+  // Every function and procedure of the installation, with a call that passes NULLs.
   functions = (await db.query<{ signature: string; call: string; trigger: boolean }>(`
     SELECT p.oid::regprocedure::text AS signature, p.prorettype = 'trigger'::regtype AS trigger,
            CASE WHEN p.prokind = 'p' THEN 'CALL ' ELSE 'SELECT ' END || p.oid::regproc::text || '(' ||
            coalesce((SELECT string_agg('NULL::' || format_type(a.t, NULL), ', ' ORDER BY a.n)
                        FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, n)), '') || ')' AS call
-      FROM pg_proc AS p
-     WHERE p.pronamespace = 'public'::regnamespace
-       AND (p.proname LIKE 'subagent\\_%' OR p.proname IN ('derive_subagent_row', 'capture_subagent_message'))
+      FROM public.subagent_context_ours() AS o JOIN pg_proc AS p ON p.oid = o.oid  -- sql/data/ours.sql's rule
      ORDER BY 1`)).rows;
 }, 120_000);
 

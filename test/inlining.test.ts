@@ -20,7 +20,7 @@ async function functionCalls(c: Awaited<ReturnType<typeof db.connect>>) {
 }
 
 describe('the capture path', () => {
-  it('calls only the trigger function and its one upsert: derive_subagent_row and every helper are inlined', async () => {
+  it('calls only the trigger function and its one upsert: subagent_context_derive_row and every helper are inlined', async () => {
     const c = await db.connect();
     await c.query(`SET track_functions = 'all'`);
     const t = await createTurn(c, 'public', 'inl');
@@ -50,7 +50,7 @@ describe('the capture path', () => {
       .map((r) => ({ funcname: r.funcname, calls: r.calls - (before.get(r.funcname) ?? 0) }))
       .filter((r) => r.calls !== 0);
     // The trigger and the one upsert (shared with repair's replay of failed captures): nothing else.
-    expect(calls).toEqual([{ funcname: 'capture_subagent_message', calls: 3 }, { funcname: 'subagent_merge_message', calls: 3 }]);
+    expect(calls).toEqual([{ funcname: 'subagent_context_capture_message', calls: 3 }, { funcname: 'subagent_context_merge_message', calls: 3 }]);
     const { rows } = await c.query(
       `SELECT tool_status, agent_status, is_async, total_tokens, tool_use_count, duration_ms, settled_at
          FROM task_session_subagents WHERE tool_call_id = 'toolu_inl'`);

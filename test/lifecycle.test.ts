@@ -39,7 +39,7 @@ async function installed(schema: string) {
     migrations: (await db.query(`SELECT name FROM ${quoteIdent(schema)}.${MIGRATIONS_TABLE} ORDER BY name`)).rows
       .map((r) => r.name as string),
     types: await q(`SELECT t.typname AS name FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
-                     WHERE n.nspname = $1 AND t.typname = 'subagent_row'`),
+                     WHERE n.nspname = $1 AND t.typname = 'subagent_context_row'`),
     tables: await q(`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                       WHERE n.nspname = $1 AND c.relkind = 'r'
                         AND c.relname IN ('task_session_subagents', 'subagent_context_failures')`),

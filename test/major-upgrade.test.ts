@@ -55,7 +55,7 @@ describe.skipIf(why !== null)('PostgreSQL 15 -> 17 by dump and restore', async (
       metadata: subagentMetadata({ tool_call_id: `toolu_${key}`, status: 'completed', subagent: { total_tokens: 10 } }) });
   }
   const parser = async (c: pg.Client) => (await c.query(
-    `SELECT pg_get_functiondef('public.subagent_parse_metadata(text)'::regprocedure) AS def`)).rows[0].def as string;
+    `SELECT pg_get_functiondef('public.subagent_context_parse_metadata(text)'::regprocedure) AS def`)).rows[0].def as string;
   const rows = async (c: pg.Client) => (await c.query(
     `SELECT id, tool_call_id, source, total_tokens FROM task_session_subagents ORDER BY tool_call_id`)).rows;
 

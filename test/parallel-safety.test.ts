@@ -26,18 +26,18 @@ await c.query(`SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min
 describe('catching parsers never run in a parallel plan', () => {
   it('they are declared PARALLEL UNSAFE', async () => {
     const { rows } = await c.query(`SELECT proname, proparallel FROM pg_proc
-      WHERE proname IN ('subagent_parse_metadata_guarded', 'subagent_parse_metadata', 'subagent_context_parse_key')
+      WHERE proname IN ('subagent_context_parse_metadata_guarded', 'subagent_context_parse_metadata', 'subagent_context_parse_key')
       ORDER BY proname`);
     expect(rows).toEqual([
       { proname: 'subagent_context_parse_key', proparallel: 'u' },
-      { proname: 'subagent_parse_metadata', proparallel: 'u' },
-      { proname: 'subagent_parse_metadata_guarded', proparallel: 'u' },
+      { proname: 'subagent_context_parse_metadata', proparallel: 'u' },
+      { proname: 'subagent_context_parse_metadata_guarded', proparallel: 'u' },
     ]);
   });
 
   it('a query over every message with the history parser answers', async () => {
     const { rows } = await c.query(
-      `SELECT count(*)::int AS parsed FROM task_session_messages WHERE subagent_parse_metadata(metadata) IS NOT NULL`);
+      `SELECT count(*)::int AS parsed FROM task_session_messages WHERE subagent_context_parse_metadata(metadata) IS NOT NULL`);
     expect(rows[0].parsed).toBe(201);
   });
 
@@ -45,6 +45,6 @@ describe('catching parsers never run in a parallel plan', () => {
     expect((await c.query(`SELECT count(*)::int AS n FROM subagent_context_compare('-infinity', '-infinity', 'infinity')`)).rows[0].n)
       .toBe(0);
     expect((await c.query(`SELECT count(*)::int AS n FROM ${HISTORY_ROWS} AS h`)).rows[0].n).toBe(200);
-    expect((await c.query(`SELECT subagent_store_history('-infinity', 'infinity', NULL, NULL, NULL) AS n`)).rows[0].n).toBe(0n);
+    expect((await c.query(`SELECT subagent_context_store_history('-infinity', 'infinity', NULL, NULL, NULL) AS n`)).rows[0].n).toBe(0n);
   });
 });

@@ -38,6 +38,19 @@ it(`a fresh install of this tree is schema-record/${PACKAGE_VERSION}.txt`, async
   await expectRecord('fresh', PACKAGE_VERSION);
 });
 
+it(`names everything it creates subagent_context_* (but the public table task_session_subagents), as schema-record/${PACKAGE_VERSION}.txt shows`, () => {
+  const record = readFileSync(recordFile(PACKAGE_VERSION), 'utf8');
+  const section = (name: string) => (record.split(`\n## ${name}`)[1] ?? '').split('\n## ')[0]!.split('\n').slice(1).filter(Boolean);
+  const names = [
+    ...section('relations').map((l) => l.split(/[ ;]/)[1]!),
+    ...section('types').map((l) => /@extschema@\.(\w+)/.exec(l)![1]!),
+    ...section('functions').map((l) => l.split('(')[0]!),
+    ...section('triggers').map((l) => /CREATE TRIGGER (\w+)/.exec(l)![1]!),
+  ];
+  expect(names.length).toBeGreaterThan(60);
+  expect(names.filter((n) => !n.startsWith('subagent_context_') && n !== 'task_session_subagents')).toEqual([]);
+});
+
 describe.each(RELEASES)('$version ($commit)', async (release) => {
   const schema = `from_${release.version.replaceAll('.', '_')}`;
   await db.createHost(schema);

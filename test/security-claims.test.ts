@@ -102,7 +102,7 @@ describe('a role with no table privileges (a dashboard)', () => {
       expect(await refused(`SELECT * FROM public.subagent_context_backfill()`)).toBe('42501');
       expect(await refused(`SELECT * FROM public.subagent_context_failures`)).toBe('42501');
       expect(await refused(`SELECT * FROM public.task_session_subagents`)).toBe('42501');
-      expect(await refused(`SELECT public.capture_subagent_message()`)).toBe('42501');
+      expect(await refused(`SELECT public.subagent_context_capture_message()`)).toBe('42501');
     } finally {
       await c.end();
       await db.query(`DROP OWNED BY ${role}`);

@@ -101,17 +101,17 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
       ['btrim', 'text', 'text', `'hijacked'`],
       ['to_char', 'timestamp, text', 'text', `'hijacked'`],
       ['format_type', 'oid, integer', 'text', `'hijacked'`],
-      ['subagent_text_field', 'jsonb, text', 'text', `'hijacked'`],
-      ['subagent_qualifies', 'jsonb', 'boolean', 'true'],
-      ['subagent_may_qualify', 'text', 'boolean', 'true'],
-      ['subagent_count', 'jsonb', 'bigint', '666'],
-      ['subagent_flag', 'jsonb', 'integer', '1'],
-      ['subagent_is_terminal_status', 'text', 'boolean', 'true'],
-      ['subagent_has_identity', 'text, text, jsonb', 'boolean', 'true'],
-      ['subagent_execution_id', 'jsonb, text', 'text', `'hijacked'`],
-      ['subagent_has_anomaly', 'jsonb', 'boolean', 'true'],
-      ['subagent_metric_is_anomalous', 'jsonb', 'boolean', 'true'],
-      ['subagent_parse_metadata', 'text', 'jsonb', `'{}'`],
+      ['subagent_context_text_field', 'jsonb, text', 'text', `'hijacked'`],
+      ['subagent_context_qualifies', 'jsonb', 'boolean', 'true'],
+      ['subagent_context_may_qualify', 'text', 'boolean', 'true'],
+      ['subagent_context_count', 'jsonb', 'bigint', '666'],
+      ['subagent_context_flag', 'jsonb', 'integer', '1'],
+      ['subagent_context_is_terminal_status', 'text', 'boolean', 'true'],
+      ['subagent_context_has_identity', 'text, text, jsonb', 'boolean', 'true'],
+      ['subagent_context_execution_id', 'jsonb, text', 'text', `'hijacked'`],
+      ['subagent_context_has_anomaly', 'jsonb', 'boolean', 'true'],
+      ['subagent_context_metric_is_anomalous', 'jsonb', 'boolean', 'true'],
+      ['subagent_context_parse_metadata', 'text', 'jsonb', `'{}'`],
       ['subagent_context_key', 'text', 'text', `'hijacked'`],
       ['subagent_context_parse_key', 'text', 'timestamp', `'2000-01-01'`],
       ['subagent_context_format_key', 'timestamp', 'text', `'hijacked'`],
@@ -133,11 +133,11 @@ describe('(a) look-alike objects in the writer\'s own schemas', () => {
       await w.query(`CREATE FUNCTION ${look}.${name}(${params}) RETURNS ${returns} LANGUAGE plpgsql AS $$
         BEGIN PERFORM ${look}.rec('${name}'); RETURN ${value}; END $$`);
     }
-    await w.query(`CREATE FUNCTION ${look}.derive_subagent_row(text, text, text, jsonb, timestamp, timestamp, text)
+    await w.query(`CREATE FUNCTION ${look}.subagent_context_derive_row(text, text, text, jsonb, timestamp, timestamp, text)
       RETURNS SETOF ${look}.task_session_subagents LANGUAGE plpgsql AS $$
-      BEGIN PERFORM ${look}.rec('derive_subagent_row'); END $$`);
-    await w.query(`CREATE FUNCTION ${look}.capture_subagent_message() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM ${look}.rec('capture_subagent_message'); RETURN NULL; END $$`);
+      BEGIN PERFORM ${look}.rec('subagent_context_derive_row'); END $$`);
+    await w.query(`CREATE FUNCTION ${look}.subagent_context_capture_message() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM ${look}.rec('subagent_context_capture_message'); RETURN NULL; END $$`);
     for (const [op, l, r, fn] of [
       ['=', 'text', 'text', 'op_text_eq'], ['<>', 'text', 'text', 'op_text_ne'],
       ['->', 'jsonb', 'text', 'op_jsonb_field'], ['->>', 'jsonb', 'text', 'op_jsonb_field_text'],

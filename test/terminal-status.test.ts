@@ -20,20 +20,20 @@ describe('TERMINAL_TOOL_STATUSES', () => {
     expect([...TERMINAL_TOOL_STATUSES]).toEqual(['complete', 'completed', 'success', 'error', 'failed', 'cancelled']);
   });
 
-  it('agrees with subagent_is_terminal_status() value by value', async () => {
+  it('agrees with subagent_context_is_terminal_status() value by value', async () => {
     const candidates = [...TERMINAL_TOOL_STATUSES, ...NEAR_MISSES];
     const { rows } = await db.query<{ status: string; terminal: boolean }>(
-      `SELECT c AS status, subagent_is_terminal_status(c) AS terminal FROM unnest($1::text[]) AS c`, [candidates]);
+      `SELECT c AS status, subagent_context_is_terminal_status(c) AS terminal FROM unnest($1::text[]) AS c`, [candidates]);
     expect(rows.map((r) => [r.status, r.terminal])).toEqual(candidates.map((c) => [c, isTerminalToolStatus(c)]));
     expect(rows.filter((r) => r.terminal).map((r) => r.status)).toEqual([...TERMINAL_TOOL_STATUSES]);
-    const { rows: [n] } = await db.query(`SELECT subagent_is_terminal_status(NULL) AS terminal`);
+    const { rows: [n] } = await db.query(`SELECT subagent_context_is_terminal_status(NULL) AS terminal`);
     expect(n.terminal).toBe(false);
   });
 
   it('the SQL function holds exactly these literals (no seventh value hidden outside the candidates)', async () => {
     // Read the set back out of the function body, so a value nobody thought to try is caught too.
     const { rows: [f] } = await db.query(
-      `SELECT prosrc FROM pg_proc WHERE oid = 'subagent_is_terminal_status(text)'::regprocedure`);
+      `SELECT prosrc FROM pg_proc WHERE oid = 'subagent_context_is_terminal_status(text)'::regprocedure`);
     const literals = [...(f.prosrc as string).matchAll(/'([^']*)'/g)].map((m) => m[1]);
     expect(literals.sort()).toEqual([...TERMINAL_TOOL_STATUSES].sort());
   });

@@ -80,7 +80,7 @@ describe('subagent-context uninstall removes whatever of the installation it fin
     await halfway.query('DROP TABLE task_session_subagents, subagent_context_failures, subagent_context_migrations');
     const r = await runCli(cli, ['uninstall'], { DATABASE_URL: halfway.url });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp('^removed: the trigger subagent_context_capture, \\d+ functions, the type subagent_row, ' +
+    expect(r.stdout).toMatch(new RegExp('^removed: the trigger subagent_context_capture, \\d+ functions, the type subagent_context_row, ' +
       'the index subagent_context_recent_messages_idx on task_session_messages, 6 counter sequences, 2 activation keys\n' +
       'uninstalled; data dropped\n$'));
     expect(await left(halfway)).toMatchObject({ ...NOTHING, tables: [] });

@@ -1,5 +1,5 @@
 // Probe: the cost of candidate spellings of capture's textual filter (the trigger's WHEN clause, the
-// health index predicate, subagent_may_qualify) on the metadata kandev actually writes (Go-encoded,
+// health index predicate, subagent_context_may_qualify) on the metadata kandev actually writes (Go-encoded,
 // 0.3-20 KB). Each candidate runs over the same documents, in rounds, order alternating; reported as
 // ns per document over a baseline that evaluates nothing. `npm run build && node dist/bench/probes/filter-spellings.js`
 import pg from 'pg';

@@ -45,7 +45,7 @@ function frames(): Frame[] {
 // The parts. Each reads frame i as base() does, then does its one thing.
 const READ = `SELECT f.* INTO r FROM probe.frames AS f WHERE f.i = $1;`;
 const DERIVE_ARGS = `r.session, r.task, r.turn, doc, r.created_at, r.updated_at, 'unknown'`;
-// The upsert of capture's subagent_merge_message() (sql/code/capture.sql), its derived row read from probe.derived
+// The upsert of capture's subagent_context_merge_message() (sql/code/capture.sql), its derived row read from probe.derived
 // under a tag that keeps each part's keys apart. The merge (ON CONFLICT ... DO UPDATE SET ...) is taken from
 // the installed function, so the probe measures the rules capture runs, not a copy of them.
 const UPSERT = (merge: string, table: string, tag: string) => `INSERT INTO ${table} AS s (id, source,
@@ -59,11 +59,11 @@ const UPSERT = (merge: string, table: string, tag: string) => `INSERT INTO ${tab
       FROM probe.derived AS d WHERE d.i = $1
     ${merge};`;
 
-/** The ON CONFLICT clause of the installed subagent_merge_message(), up to the end of its statement. */
+/** The ON CONFLICT clause of the installed subagent_context_merge_message(), up to the end of its statement. */
 async function installedMerge(c: { query: (sql: string) => Promise<{ rows: Array<{ def: string }> }> }): Promise<string> {
-  const { rows: [{ def }] } = await c.query(`SELECT pg_get_functiondef('public.subagent_merge_message'::regproc) AS def`);
+  const { rows: [{ def }] } = await c.query(`SELECT pg_get_functiondef('public.subagent_context_merge_message'::regproc) AS def`);
   const merge = /ON CONFLICT \(task_session_id, agent_execution_id, tool_call_id\) DO UPDATE SET[\s\S]*?;/.exec(def)?.[0];
-  if (!merge) throw new Error('subagent_merge_message() has no ON CONFLICT ... DO UPDATE SET clause that this probe can read');
+  if (!merge) throw new Error('subagent_context_merge_message() has no ON CONFLICT ... DO UPDATE SET clause that this probe can read');
   return merge.slice(0, -1).replace(/--[^\n]*/g, '');
 }
 
@@ -72,17 +72,17 @@ const parts = (merge: string): Record<string, string> => ({
   parse: `${READ} doc := r.metadata::jsonb;`,
   // What the trigger computes before its upsert, on an already parsed document (parse is its own part).
   checks: `${READ} doc := r.metadata::jsonb;
-    IF public.subagent_qualifies(doc) AND public.subagent_has_identity(r.session, r.task, doc) THEN
+    IF public.subagent_context_qualifies(doc) AND public.subagent_context_has_identity(r.session, r.task, doc) THEN
       IF doc #> '{normalized,subagent_task}' ?| ARRAY['total_tokens', 'tool_use_count', 'duration_ms'] THEN
-        b := public.subagent_has_anomaly(doc);
+        b := public.subagent_context_has_anomaly(doc);
       END IF;
-      t := public.subagent_execution_id(doc, current_setting('subagent_context.agent_execution_id', true));
+      t := public.subagent_context_execution_id(doc, current_setting('subagent_context.agent_execution_id', true));
       ts := clock_timestamp() AT TIME ZONE 'UTC';
     END IF;`,
   // A query (not a simple expression) with a FROM: what any SELECT ... INTO costs plpgsql, whatever it computes.
   query: `${READ} doc := r.metadata::jsonb; SELECT x.v INTO t FROM (VALUES (r.session)) AS x(v);`,
   derive: `${READ} doc := r.metadata::jsonb;
-    SELECT d.* INTO dr FROM public.derive_subagent_row(${DERIVE_ARGS}) AS d;`,
+    SELECT d.* INTO dr FROM public.subagent_context_derive_row(${DERIVE_ARGS}) AS d;`,
   // A variant (not what capture does): the same fields read by two jsonb_to_record calls instead of one
   // operator expression per field; what a derivation with few expression nodes would cost. Types are
   // looser (a number read as text), so it is a cost estimate, not a replacement as it stands.
@@ -110,7 +110,7 @@ const INDEXES = ['task_session_subagents_known_execution_idx', 'task_session_sub
 
 function fn(name: string, body: string): string {
   return `CREATE FUNCTION probe.${name}(integer) RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
-DECLARE r record; doc jsonb; dr public.subagent_row; t text; b boolean; ts timestamp; n bigint;
+DECLARE r record; doc jsonb; dr public.subagent_context_row; t text; b boolean; ts timestamp; n bigint;
 BEGIN ${body} END $f$`;
 }
 
@@ -133,7 +133,7 @@ async function main() {
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(s, t, u, m, o, d, i)`,
     [list.map((f) => f.session), list.map((f) => f.task), list.map((f) => f.turn), list.map((f) => f.message), list.map((f) => f.op), list.map((f) => f.metadata)]);
     await c.query(`CREATE TABLE probe.derived AS SELECT f.i, d AS row FROM probe.frames AS f,
-      LATERAL public.derive_subagent_row(f.session, f.task, f.turn, f.metadata::jsonb, f.created_at, f.updated_at, 'unknown') AS d`);
+      LATERAL public.subagent_context_derive_row(f.session, f.task, f.turn, f.metadata::jsonb, f.created_at, f.updated_at, 'unknown') AS d`);
     await c.query(`CREATE UNIQUE INDEX ON probe.derived (i)`);
     const merge = await installedMerge(c);
     const PARTS = parts(merge);
@@ -200,7 +200,7 @@ DECLARE r record; BEGIN ${READ} ${UPSERT(merge, 'public.task_session_subagents',
     row('jsonb parse of the whole document', mean.parse - base, 'parse - base');
     row('checks before the upsert (qualifies, identity, anomaly, execution id, clock)', mean.checks - mean.parse, 'checks - parse');
     row('a plpgsql query with a FROM (SELECT ... INTO), computing nothing', mean.query - mean.parse, 'query - parse');
-    row('derivation (derive_subagent_row), beyond that query', mean.derive - mean.query, 'derive - query');
+    row('derivation (subagent_context_derive_row), beyond that query', mean.derive - mean.query, 'derive - query');
     row('  variant: the same fields by two jsonb_to_record calls', mean.derive_record - mean.query, 'derive_record - query');
     row('gen_random_uuid()::text', mean.uuid - base, 'uuid - base');
     row('EXCEPTION block, nothing written', mean.subxact_empty - mean.parse, 'subxact_empty - parse');

@@ -5,7 +5,8 @@
 // Nothing a migration needs lives on the database session, which behind a transaction pooler serves
 // other clients between transactions (docs/install.md#behind-a-connection-pooler): every transaction
 // starts with the guard (sql/guards/migration-guard.sql) and sets nothing beyond itself. What `subagent-context
-// up` and `uninstall` tell the migrations (the schema, that the CLI backfills) travels in this process.
+// up` and `uninstall` tell the migrations comes as the second argument of each step (`run`, below), which
+// src/install.ts's migration loader passes; plain node-pg-migrate calls a step with `pgm` alone.
 import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
   deactivateStatements, installedCode, installStatements, migrationGuard, PIN_SEARCH_PATH, quoteIdent, targetSchema,
@@ -13,36 +14,25 @@ import {
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
-const CLI_RUN = Symbol.for('subagent-context: migrations run by the CLI');
-
 /**
- * Runs `fn` (node-pg-migrate's runner, called by src/install.ts) with the migrations knowing that the CLI
- * runs them: `schema`, where; `bookkeeping`, the bookkeeping table (quoted); `recorded`, how many
- * migrations it held when the run began (null when unreadable). The migrations then take the schema from
- * here, check the bookkeeping in each transaction, and leave the backfill to the CLI. One run at a time
- * per process (the value is process-wide; node-pg-migrate may load this file as another module instance).
+ * @typedef {import('node-pg-migrate').MigrationBuilder} MigrationBuilder
+ * @typedef {object} CliRun What `subagent-context up` and `uninstall` tell the migrations (src/install.ts).
+ * @property {string} schema where to install
+ * @property {string} bookkeeping node-pg-migrate's bookkeeping table, quoted
+ * @property {number | null} recorded how many migrations it held when the run began (null: unreadable);
+ *   each migration's guard checks it, and counts its own
+ * @property {boolean} open an activation left a transaction open for node-pg-migrate's record of it,
+ *   which the CLI commits
  */
-export async function runByCli(run, fn) {
-  while (globalThis[CLI_RUN]) await globalThis[CLI_RUN].done;
-  let finish;
-  globalThis[CLI_RUN] = { ...run, open: false, done: new Promise((resolve) => { finish = resolve; }) };
-  try {
-    return await fn(globalThis[CLI_RUN]);
-  } finally {
-    globalThis[CLI_RUN] = undefined;
-    finish();
-  }
-}
-
-const cliRun = () => globalThis[CLI_RUN] ?? null;
 
 /**
  * Plain `node-pg-migrate` (its own command: one run per process) sets --schema as the search_path of its
  * session before the first migration; each of our transactions puts it back (RESET), so the schema read
  * by the first one is kept here for the rest of the run. A program calling node-pg-migrate's runner
  * itself may run several schemas in one process: it reads the search_path every time and is left as is.
+ * @type {string | null}
  */
-const PLAIN_RUN = Symbol.for('subagent-context: the schema of this node-pg-migrate command');
+let commandSchema = null;
 const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[1] ?? '');
 
 /**
@@ -50,19 +40,18 @@ const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[
  * sql/guards/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
  * own command: RESET search_path), or null.
  */
-async function prepare(pgm, direction) {
-  const run = cliRun();
+async function prepare(pgm, direction, run) {
   let schema;
   let expectedSchema = null;
   if (run) {
     schema = await targetSchema(pgm, run.schema);
-  } else if (ownCommand && globalThis[PLAIN_RUN]) {
-    schema = globalThis[PLAIN_RUN];
+  } else if (ownCommand && commandSchema) {
+    schema = commandSchema;
   } else {
     schema = await targetSchema(pgm);
     // Read outside the transaction: the transaction must see it too, or it is not on node-pg-migrate's session.
     expectedSchema = schema;
-    if (ownCommand) globalThis[PLAIN_RUN] = schema;
+    if (ownCommand) commandSchema = schema;
   }
   const expected = run && run.recorded !== null ? run.recorded : null;
   // This migration's transaction (node-pg-migrate's BEGIN ... COMMIT) commits one the activation left open.
@@ -72,7 +61,7 @@ async function prepare(pgm, direction) {
     lock: String(PG_MIGRATE_LOCK_ID), bookkeeping: run ? run.bookkeeping : null, expected,
     schema: expectedSchema, holdIndexBuilds,
   });
-  return { run, schema, guard, after: ownCommand && !run ? 'RESET search_path' : null };
+  return { run, schema, guard, select: select(pgm, run), after: ownCommand && !run ? 'RESET search_path' : null };
 }
 
 /** One transaction of a migration: the guard first, then `statements`, then what ends it (if anything). */
@@ -90,8 +79,8 @@ const queue = (pgm, { guard, after }, statements) => {
  * back after it, the values written in as literals (a string is one implicit transaction, or part of
  * node-pg-migrate's).
  */
-const select = (pgm) => async (text, values = []) => {
-  if (cliRun()) return pgm.db.select(text, values);
+const select = (pgm, run) => async (text, values = []) => {
+  if (run) return pgm.db.select(text, values);
   const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, n) => stringLiteral(values[Number(n) - 1]));
   const results = await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
 ${PIN_SEARCH_PATH};
@@ -114,8 +103,8 @@ function stringLiteral(value) {
 const alone = (statement) => (/^(\s*--[^\n]*\n)*\s*DO\b/.test(statement) ? `${PIN_SEARCH_PATH};\n${statement}` : statement);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
-export async function install(pgm) {
-  const step = await prepare(pgm, 'up');
+export async function install(pgm, run = null) {
+  const step = await prepare(pgm, 'up', run);
   queue(pgm, step, installStatements(step.schema));
 }
 
@@ -124,9 +113,9 @@ export async function install(pgm) {
  * then the code layer when the installed one is not this package's (or was built for another server
  * major). One transaction: a failure changes nothing.
  */
-export async function upgrade(pgm) {
-  const step = await prepare(pgm, 'up');
-  const code = await installedCode(select(pgm), step.schema);
+export async function upgrade(pgm, run = null) {
+  const step = await prepare(pgm, 'up', run);
+  const code = await installedCode(step.select, step.schema);
   queue(pgm, step, installStatements(step.schema, { code: !code?.current }));
 }
 
@@ -138,12 +127,12 @@ export async function upgrade(pgm) {
  * for the CLI, again in a transaction left open for node-pg-migrate's record of this migration (the
  * CLI's next statement commits it): another run cannot have built, or recorded, it meanwhile.
  */
-export async function activate(pgm) {
-  const step = await prepare(pgm, 'up');
-  const { run, schema, guard, after } = step;
+export async function activate(pgm, run = null) {
+  const step = await prepare(pgm, 'up', run);
+  const { schema, guard, after } = step;
   pgm.noTransaction();
   // A partitioned messages table takes CREATE INDEX CONCURRENTLY partition by partition (indexes/message-index-partitioned.sql).
-  const [first, ...rest] = await healthIndexStatements(select(pgm), schema);
+  const [first, ...rest] = await healthIndexStatements(step.select, schema);
   if (!/^(\s*--[^\n]*\n)*\s*DO\b/.test(first)) {
     throw new Error('subagent-context: the first step of health\'s index must be a DO block, to share a transaction with the guard');
   }
@@ -168,8 +157,8 @@ $reconcile$`);
 }
 
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
-export async function uninstall(pgm) {
-  const step = await prepare(pgm, 'down');
+export async function uninstall(pgm, run = null) {
+  const step = await prepare(pgm, 'down', run);
   queue(pgm, step, uninstallStatements(step.schema));
 }
 
@@ -179,8 +168,8 @@ export async function uninstall(pgm) {
  * uninstall/deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
  * installed and activated as it was, never deactivated with its trigger still firing.
  */
-export async function deactivate(pgm) {
-  const step = await prepare(pgm, 'down');
+export async function deactivate(pgm, run = null) {
+  const step = await prepare(pgm, 'down', run);
   queue(pgm, step, step.run ? [] : deactivateStatements(step.schema));
 }
 
@@ -188,8 +177,8 @@ export async function deactivate(pgm) {
  * A later release's half of a pair whose going down is done by the first release's migrations: only
  * the guard, for node-pg-migrate's record of it.
  */
-export async function nothing(pgm) {
-  const { guard, after } = await prepare(pgm, 'down');
+export async function nothing(pgm, run = null) {
+  const { guard, after } = await prepare(pgm, 'down', run);
   pgm.sql(guard());
   if (after) pgm.sql(after);
 }

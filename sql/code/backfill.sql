@@ -14,7 +14,7 @@
 -- On Citus a row of task_session_subagents is locked on the worker that holds its shard, where the caller's
 -- lock_timeout does not reach: a SET LOCAL, which Citus passes to the workers of the transaction when
 -- citus.propagate_set_commands is 'local', bounds the wait there too, for the rest of the transaction (a
--- step of ours). Nothing elsewhere. Internal (subagent_store_history(), subagent_context_replay_failures()).
+-- step of ours). Nothing elsewhere. Internal (subagent_context_store_history(), subagent_context_replay_failures()).
 CREATE FUNCTION @extschema@.subagent_context_bound_worker_waits()
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -35,12 +35,12 @@ $$;
 -- inserted at its end (after the sort that picks the newest message), so a capture of one of them waits
 -- only for that insert and the commit; Citus runs it on each shard where the data is.
 -- Internal; the primitive of the backfill and of repair.
-CREATE FUNCTION @extschema@.subagent_store_history(
+CREATE FUNCTION @extschema@.subagent_context_store_history(
   lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET lock_timeout = '100ms'  -- see subagent_store_history_waiting()
+SET lock_timeout = '100ms'  -- see subagent_context_store_history_waiting()
 SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
 SET jit = off
 AS $$
@@ -62,11 +62,11 @@ BEGIN
       -- The session as the message's own column: Citus then sees the rows land on the message's shard.
       FROM (SELECT DISTINCT ON (m.task_session_id, d.tool_call_id) m.task_session_id AS session, d
               FROM @extschema@.task_session_messages AS m
-             CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-             CROSS JOIN LATERAL @extschema@.derive_subagent_row(
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+             CROSS JOIN LATERAL @extschema@.subagent_context_derive_row(
                      m.task_session_id, m.task_id, m.turn_id, p.doc, m.created_at,
-                     coalesce(m.updated_at, $6), @extschema@.subagent_execution_id(p.doc, NULL)) AS d
-             WHERE @extschema@.subagent_may_qualify(m.metadata)
+                     coalesce(m.updated_at, $6), @extschema@.subagent_context_execution_id(p.doc, NULL)) AS d
+             WHERE @extschema@.subagent_context_may_qualify(m.metadata)
                AND CASE WHEN $4 IS NULL THEN m.created_at >= $1 AND m.created_at < $2
                         ELSE m.task_session_id = ANY ($3) AND m.created_at = ANY ($5) END
                AND ($4 IS NULL OR m.task_session_id || E'\x1f' || d.tool_call_id = ANY ($4))
@@ -90,18 +90,18 @@ BEGIN
 END
 $$;
 
--- subagent_store_history() with bounded waits that never hold a row of ours across a wait: a key it must
+-- subagent_context_store_history() with bounded waits that never hold a row of ours across a wait: a key it must
 -- store may be held by a transaction of kandev that is still open (a frame's row, not committed yet). Each
 -- try waits at most 100 ms for such a row, then gives back everything it inserted, so a capture of one of
 -- the rows it had inserted waits less than its own 200 ms; after a pause holding nothing (0.2 s, 0.4 s, ...)
 -- the whole batch is tried again, five times. The keys still held then are found by trials that keep
--- nothing (subagent_store_history_held()) and either 'skip'ped, the others stored in one statement
+-- nothing (subagent_context_store_history_held()) and either 'skip'ped, the others stored in one statement
 -- (repair: a skipped key stays recorded for the next run), or the call fails naming the holders ('fail':
 -- the backfill, whose step rolls back and resumes on the next run). Halving and keeping the halves that
 -- went through, then pausing for a held key, would hold those halves' rows through every pause: a live
 -- frame of one of them then failed (55P03) and the row kept the older snapshot. Returns rows stored and
 -- keys left.
-CREATE FUNCTION @extschema@.subagent_store_history_waiting(
+CREATE FUNCTION @extschema@.subagent_context_store_history_waiting(
   lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[], when_held text,
   OUT stored bigint, OUT held bigint)
 LANGUAGE plpgsql VOLATILE
@@ -117,7 +117,7 @@ BEGIN
       PERFORM pg_sleep(0.2 * try);
     END IF;
     BEGIN
-      stored := @extschema@.subagent_store_history(lo, hi, sessions, keys, instants);
+      stored := @extschema@.subagent_context_store_history(lo, hi, sessions, keys, instants);
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
       NULL;
@@ -129,8 +129,8 @@ BEGIN
       SELECT array_agg(k.session), array_agg(k.key), array_agg(k.instant)
         FROM (SELECT m.task_session_id AS session, m.task_session_id || E'\x1f' || c.call AS key, max(m.created_at) AS instant
                 FROM @extschema@.task_session_messages AS m
-               CROSS JOIN LATERAL (SELECT @extschema@.subagent_text_field(@extschema@.subagent_parse_metadata(m.metadata), 'tool_call_id') AS call OFFSET 0) AS c
-               WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata) AND c.call IS NOT NULL
+               CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_text_field(@extschema@.subagent_context_parse_metadata(m.metadata), 'tool_call_id') AS call OFFSET 0) AS c
+               WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_context_may_qualify(m.metadata) AND c.call IS NOT NULL
                GROUP BY m.task_session_id, c.call) AS k
     $q$ INTO sessions, keys, instants USING lo, hi;
     IF keys IS NULL THEN
@@ -138,7 +138,7 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  held_at := @extschema@.subagent_store_history_held(sessions, keys, instants);
+  held_at := @extschema@.subagent_context_store_history_held(sessions, keys, instants);
   IF cardinality(held_at) > 0 AND when_held = 'fail' THEN
     RAISE EXCEPTION 'subagent-context: a transaction that is still open holds the row of a subagent the backfill must store (session %, tool call %): %; end that transaction or wait for it, then run this again (the backfill resumes where it stopped)',
       left(sessions[held_at[1]], 100), left(split_part(keys[held_at[1]], E'\x1f', 2), 100), @extschema@.subagent_context_row_holders()
@@ -152,7 +152,7 @@ BEGIN
   stored := 0;
   IF free.keys IS NOT NULL THEN
     BEGIN
-      stored := @extschema@.subagent_store_history(NULL, NULL, free.sessions, free.keys, free.instants);
+      stored := @extschema@.subagent_context_store_history(NULL, NULL, free.sessions, free.keys, free.instants);
     EXCEPTION WHEN lock_not_available THEN
       -- Another row was taken meanwhile: the backfill's step fails (and resumes on the next run); repair
       -- leaves the whole batch recorded for its next run.
@@ -167,8 +167,8 @@ $$;
 
 -- Which of the given keys (positions in the arrays) a transaction still holds the row of. Each trial
 -- stores the keys and is then rolled back whatever it met, so it keeps no row; a trial that met a held row
--- is halved until the held keys stand alone. Internal (subagent_store_history_waiting()).
-CREATE FUNCTION @extschema@.subagent_store_history_held(sessions text[], keys text[], instants timestamp[])
+-- is halved until the held keys stand alone. Internal (subagent_context_store_history_waiting()).
+CREATE FUNCTION @extschema@.subagent_context_store_history_held(sessions text[], keys text[], instants timestamp[])
 RETURNS integer[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -177,7 +177,7 @@ DECLARE
   half integer := cardinality(keys) / 2;
 BEGIN
   BEGIN
-    PERFORM @extschema@.subagent_store_history(NULL, NULL, sessions, keys, instants);
+    PERFORM @extschema@.subagent_context_store_history(NULL, NULL, sessions, keys, instants);
     RAISE EXCEPTION 'a trial keeps nothing' USING ERRCODE = 'SC001';
   EXCEPTION
     WHEN SQLSTATE 'SC001' THEN
@@ -187,9 +187,9 @@ BEGIN
         RETURN '{1}';
       END IF;
   END;
-  RETURN @extschema@.subagent_store_history_held(sessions[1:half], keys[1:half], instants[1:half])
+  RETURN @extschema@.subagent_context_store_history_held(sessions[1:half], keys[1:half], instants[1:half])
       || ARRAY(SELECT p + half
-                 FROM unnest(@extschema@.subagent_store_history_held(sessions[half + 1:], keys[half + 1:], instants[half + 1:])) AS p);
+                 FROM unnest(@extschema@.subagent_context_store_history_held(sessions[half + 1:], keys[half + 1:], instants[half + 1:])) AS p);
 END
 $$;
 
@@ -228,9 +228,9 @@ BEGIN
   EXECUTE $q$
     SELECT m.created_at
       FROM @extschema@.task_session_messages AS m
-     CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-     WHERE @extschema@.subagent_may_qualify(m.metadata) AND m.created_at IS NOT NULL
-       AND @extschema@.subagent_qualifies(p.doc) AND @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc)
+     CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+     WHERE @extschema@.subagent_context_may_qualify(m.metadata) AND m.created_at IS NOT NULL
+       AND @extschema@.subagent_context_qualifies(p.doc) AND @extschema@.subagent_context_has_identity(m.task_session_id, m.task_id, p.doc)
      ORDER BY m.created_at DESC
      LIMIT 1
   $q$ INTO newest;
@@ -295,13 +295,13 @@ BEGIN
     EXECUTE $q$
       SELECT min(w.created_at), count(*)
         FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
-               WHERE @extschema@.subagent_may_qualify(m.metadata) AND m.created_at < $1
+               WHERE @extschema@.subagent_context_may_qualify(m.metadata) AND m.created_at < $1
                ORDER BY m.created_at DESC LIMIT $2) AS w
     $q$ INTO lo, n USING below, batch;
     IF n < batch THEN
       lo := '-infinity';
     END IF;
-    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(lo, below, NULL, NULL, NULL, 'fail');
+    SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(lo, below, NULL, NULL, NULL, 'fail');
     UPDATE @extschema@.subagent_context_backfill_progress AS g
        SET walked_created_at = lo, walked_id = NULL, newest = p.newest,
            batches = g.batches + 1, scanned = g.scanned + n, inserted = g.inserted + got.stored,

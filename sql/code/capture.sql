@@ -1,6 +1,6 @@
 -- Capture (docs/decisions.md#derivation, #merge-and-identity): the trigger subagent_context_capture turns
 -- each qualifying message write into one upsert of task_session_subagents. WHEN prefilter -> parse ->
--- subagent_merge_message(): derive_subagent_row (code/derive.sql) and one INSERT ... ON CONFLICT DO UPDATE whose
+-- subagent_context_merge_message(): subagent_context_derive_row (code/derive.sql) and one INSERT ... ON CONFLICT DO UPDATE whose
 -- SET clause is the whole merge, so concurrent writers of a key converge in any commit order; `repair`
 -- replays a failed capture through the same function.
 --
@@ -12,7 +12,7 @@
 
 -- The one upsert: the row derived from a message, merged into its row (docs/decisions.md#merge-and-identity).
 -- Returns 1 when a row was stored, 0 when the document does not qualify or lacks an identity. Internal.
-CREATE FUNCTION @extschema@.subagent_merge_message(
+CREATE FUNCTION @extschema@.subagent_context_merge_message(
   message_session_id text, message_task_id text, message_turn_id text, doc jsonb,
   message_created_at timestamp, message_updated_at timestamp, execution_id text, row_source text)
 RETURNS integer
@@ -22,13 +22,13 @@ DECLARE
   stored integer;
 BEGIN
   -- The columns are named (a table adopted from kandev may have more): id and source, then
-  -- subagent_row's (code/derive.sql), in its order.
+  -- subagent_context_row's (code/derive.sql), in its order.
   INSERT INTO @extschema@.task_session_subagents AS s (id, source,
     task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
     subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
     is_async, total_tokens, tool_use_count, duration_ms, observed_at, settled_at, updated_at)
   SELECT gen_random_uuid()::text, row_source, d.*
-    FROM @extschema@.derive_subagent_row(message_session_id, message_task_id, message_turn_id, doc,
+    FROM @extschema@.subagent_context_derive_row(message_session_id, message_task_id, message_turn_id, doc,
            message_created_at, message_updated_at, execution_id) AS d
   ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
     -- id, task_id, agent_execution_id, source, observed_at: never changed.
@@ -86,7 +86,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@.capture_subagent_message()
+CREATE OR REPLACE FUNCTION @extschema@.subagent_context_capture_message()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -118,23 +118,23 @@ BEGIN
       RETURN NULL;
     END IF;
     doc := NEW.metadata::jsonb;
-    IF NOT @extschema@.subagent_qualifies(doc) THEN
+    IF NOT @extschema@.subagent_context_qualifies(doc) THEN
       RETURN NULL;
     END IF;
     counted := nextval('@extschema@.subagent_context_attempted_seq');
-    IF NOT @extschema@.subagent_has_identity(NEW.task_session_id, NEW.task_id, doc) THEN
+    IF NOT @extschema@.subagent_context_has_identity(NEW.task_session_id, NEW.task_id, doc) THEN
       counted := nextval('@extschema@.subagent_context_skipped_no_identity_seq');
       RETURN NULL;
     END IF;
     -- Most frames carry no metric at all (async launches); only test them when one is there.
     IF doc #> '{normalized,subagent_task}' ?| ARRAY['total_tokens', 'tool_use_count', 'duration_ms'] THEN
-      anomalous := @extschema@.subagent_has_anomaly(doc);
+      anomalous := @extschema@.subagent_context_has_anomaly(doc);
     END IF;
-    call_execution := @extschema@.subagent_execution_id(doc,
+    call_execution := @extschema@.subagent_context_execution_id(doc,
                       current_setting('subagent_context.agent_execution_id', true));
     -- The clock, read once: it stands in for a missing created_at or updated_at.
     now_utc := clock_timestamp() AT TIME ZONE 'UTC';
-    counted := @extschema@.subagent_merge_message(NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
+    counted := @extschema@.subagent_context_merge_message(NEW.task_session_id, NEW.task_id, NEW.turn_id, doc,
                  coalesce(NEW.created_at, now_utc), coalesce(NEW.updated_at, now_utc), call_execution, 'live');
 
     counted := nextval('@extschema@.subagent_context_persisted_seq')
@@ -145,7 +145,7 @@ BEGIN
     IF doc IS NULL THEN
       RETURN NULL;  -- metadata is not JSON (or not representable as jsonb): not a subagent call
     END IF;
-    call_id := @extschema@.subagent_text_field(doc, 'tool_call_id');  -- for the report only
+    call_id := @extschema@.subagent_context_text_field(doc, 'tool_call_id');  -- for the report only
     GET STACKED DIAGNOSTICS fault_state = RETURNED_SQLSTATE, fault_message = MESSAGE_TEXT,
                             fault_detail = PG_EXCEPTION_DETAIL;
     -- The ids and the message are cut short here (the failures table keeps them whole): a hostile 1 MB
@@ -167,7 +167,7 @@ BEGIN
 END
 $capture$;
 
-REVOKE ALL ON FUNCTION @extschema@.capture_subagent_message() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.subagent_context_capture_message() FROM PUBLIC;
 
 -- The capture trigger's state, pg_trigger.tgenabled: 'O' fires in normal sessions, 'A' always, 'R' only
 -- on replicas, 'D' disabled; NULL when the trigger is missing. Internal: the one place that looks the
@@ -183,7 +183,7 @@ END
 $$;
 
 -- The WHEN clause is the non-subagent fast path: no function call, no parse, no queued trigger event.
--- It is the prefilter spelled out (MAY_QUALIFY in sql/loader.js), not a call of subagent_may_qualify():
+-- It is the prefilter spelled out (MAY_QUALIFY in sql/loader.js), not a call of subagent_context_may_qualify():
 -- a WHEN clause must not depend on EXECUTE privileges an operator may revoke, and an expression costs
 -- less than a call.
 -- Created again on every install of the code layer, keeping the state an operator gave it: CREATE OR
@@ -196,7 +196,7 @@ BEGIN
     AFTER INSERT OR UPDATE ON @extschema@.task_session_messages
     FOR EACH ROW
     WHEN (strpos(NEW.metadata, 'subagent_task') > 0)
-    EXECUTE FUNCTION @extschema@.capture_subagent_message();
+    EXECUTE FUNCTION @extschema@.subagent_context_capture_message();
   CASE state
     WHEN 'A' THEN ALTER TABLE @extschema@.task_session_messages ENABLE ALWAYS TRIGGER subagent_context_capture;
     WHEN 'R' THEN ALTER TABLE @extschema@.task_session_messages ENABLE REPLICA TRIGGER subagent_context_capture;
@@ -205,3 +205,6 @@ BEGIN
   END CASE;
 END
 $trigger$;
+
+-- The trigger's function under its name until 0.4.0, which the trigger no longer calls.
+DROP FUNCTION IF EXISTS @extschema@.capture_subagent_message();

@@ -6,15 +6,10 @@
 -- EXECUTE to explicitly.
 DO $grants$
 DECLARE
-  f record;
+  o record;
 BEGIN
-  FOR f IN
-    SELECT p.oid::regprocedure AS signature, p.prokind
-      FROM pg_proc AS p
-     WHERE p.pronamespace = '@extschema@'::regnamespace
-       AND (p.proname LIKE 'subagent\_%' OR p.proname IN ('derive_subagent_row', 'capture_subagent_message'))
-  LOOP
-    EXECUTE format('REVOKE ALL ON %s %s FROM PUBLIC', CASE WHEN f.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END, f.signature);
+  FOR o IN SELECT * FROM @extschema@.subagent_context_ours() WHERE kind <> 'TYPE' LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM PUBLIC', o.kind, o.oid::regprocedure);
   END LOOP;
 END
 $grants$;

@@ -24,7 +24,7 @@ BEGIN
   EXECUTE $q$
     SELECT array_agg(w.created_at ORDER BY w.created_at DESC)
       FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
-             WHERE m.created_at >= $1 AND @extschema@.subagent_may_qualify(m.metadata)
+             WHERE m.created_at >= $1 AND @extschema@.subagent_context_may_qualify(m.metadata)
              ORDER BY m.created_at DESC LIMIT $2 + 1) AS w
   $q$ INTO newest USING frontier, cap;
   IF coalesce(cardinality(newest), 0) <= cap THEN
@@ -35,7 +35,7 @@ BEGIN
   compared_from := newest[cap + 1] + interval '1 microsecond';
   EXECUTE $q$
     SELECT count(*) FROM (SELECT 1 FROM @extschema@.task_session_messages AS m
-                           WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+                           WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_context_may_qualify(m.metadata)
                            LIMIT $3) AS w
   $q$ INTO uncompared USING frontier, compared_from, 20 * cap;
 END
@@ -136,11 +136,11 @@ BEGIN
   trigger_enabled := coalesce(trigger_state IN ('O', 'A'), false);
 
   -- The verdict, first match wins (docs/health.md#status); the last three need the comparison below.
-  status := CASE WHEN (to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
+  status := CASE WHEN (to_regprocedure('@extschema@.subagent_context_capture_message()') IS NULL
                     OR to_regclass('@extschema@.task_session_subagents') IS NULL
                     OR to_regclass('@extschema@.subagent_context_failures') IS NULL)
                    AND trigger_state IS NOT NULL THEN 'trigger_orphaned'
-                 WHEN to_regprocedure('@extschema@.capture_subagent_message()') IS NULL
+                 WHEN to_regprocedure('@extschema@.subagent_context_capture_message()') IS NULL
                    OR to_regclass('@extschema@.task_session_subagents') IS NULL THEN 'not_installed'
                  WHEN trigger_state IS NULL THEN 'trigger_missing'
                  WHEN NOT trigger_enabled THEN 'trigger_disabled'
@@ -246,8 +246,8 @@ BEGIN
   END IF;
   EXECUTE $q$
     SELECT m.created_at FROM @extschema@.task_session_messages AS m
-     WHERE m.created_at >= $1 AND @extschema@.subagent_may_qualify(m.metadata)
-       AND @extschema@.subagent_qualifies(@extschema@.subagent_parse_metadata(m.metadata))
+     WHERE m.created_at >= $1 AND @extschema@.subagent_context_may_qualify(m.metadata)
+       AND @extschema@.subagent_context_qualifies(@extschema@.subagent_context_parse_metadata(m.metadata))
      ORDER BY m.created_at DESC
      LIMIT 1
   $q$ INTO newest USING since;

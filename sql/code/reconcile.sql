@@ -36,12 +36,12 @@ BEGIN
     SELECT 'missing'::text, k.task_session_id, k.call, max(k.created_at)
       FROM (SELECT m.task_session_id, m.created_at, c.call
               FROM @extschema@.task_session_messages AS m
-             CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-             CROSS JOIN LATERAL (SELECT @extschema@.subagent_text_field(p.doc, 'tool_call_id') AS call) AS c
-             WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+             CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_text_field(p.doc, 'tool_call_id') AS call) AS c
+             WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_context_may_qualify(m.metadata)
                AND ($4 IS NULL OR octet_length(m.metadata) <= $4)
-               AND @extschema@.subagent_qualifies(p.doc)
-               AND @extschema@.subagent_has_identity(m.task_session_id, m.task_id, p.doc)) AS k
+               AND @extschema@.subagent_context_qualifies(p.doc)
+               AND @extschema@.subagent_context_has_identity(m.task_session_id, m.task_id, p.doc)) AS k
       LEFT JOIN LATERAL (
              SELECT true AS found FROM @extschema@.task_session_subagents AS r
               WHERE r.task_session_id = k.task_session_id AND r.agent_execution_id = 'unknown'
@@ -60,19 +60,19 @@ BEGIN
                       FROM @extschema@.task_session_subagents AS r
                      WHERE r.observed_at >= $2 AND r.observed_at < $3
                     UNION ALL
-                    SELECT m.task_session_id, @extschema@.subagent_text_field(p.doc, 'tool_call_id'), true
+                    SELECT m.task_session_id, @extschema@.subagent_context_text_field(p.doc, 'tool_call_id'), true
                       FROM @extschema@.task_session_messages AS m
-                     CROSS JOIN LATERAL (SELECT @extschema@.subagent_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
-                     WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_may_qualify(m.metadata)
+                     CROSS JOIN LATERAL (SELECT @extschema@.subagent_context_parse_metadata(m.metadata) AS doc OFFSET 0) AS p
+                     WHERE m.created_at >= $2 AND m.created_at < $3 AND @extschema@.subagent_context_may_qualify(m.metadata)
                        AND ($4 IS NULL OR octet_length(m.metadata) <= $4)
-                       AND @extschema@.subagent_qualifies(p.doc)) AS x
+                       AND @extschema@.subagent_context_qualifies(p.doc)) AS x
              GROUP BY x.task_session_id, x.call) AS g
      WHERE NOT g.has_message
        -- A row whose message may be one of the documents not parsed here is not called excess.
        AND NOT ($4 IS NOT NULL AND EXISTS (
              SELECT 1 FROM @extschema@.task_session_messages AS m
               WHERE m.task_session_id = g.task_session_id AND m.created_at >= $2 AND m.created_at < $3
-                AND @extschema@.subagent_may_qualify(m.metadata) AND octet_length(m.metadata) > $4))
+                AND @extschema@.subagent_context_may_qualify(m.metadata) AND octet_length(m.metadata) > $4))
   $q$ USING since, lo, hi, CASE WHEN hi = 'infinity' THEN @extschema@.subagent_context_capture_max_bytes() END;
 END
 $$;
@@ -157,7 +157,7 @@ BEGIN
         LEFT JOIN LATERAL (
                SELECT true AS found FROM @extschema@.task_session_messages AS m
                 WHERE r.found IS NULL AND u.t IS NOT NULL
-                  AND m.task_session_id = u.s AND m.created_at = u.t AND @extschema@.subagent_may_qualify(m.metadata)
+                  AND m.task_session_id = u.s AND m.created_at = u.t AND @extschema@.subagent_context_may_qualify(m.metadata)
                LIMIT 1) AS a ON true
        WHERE r.found OR (u.t IS NOT NULL AND a.found IS NULL)
     $q$ INTO sessions, calls USING given_sessions, given_calls, given_instants, since;
@@ -178,7 +178,7 @@ BEGIN
          alive AS (
            SELECT DISTINCT k.s, k.c FROM given AS k
              JOIN @extschema@.task_session_messages AS m ON m.task_session_id = k.s AND m.created_at = k.t
-            WHERE @extschema@.subagent_may_qualify(m.metadata))
+            WHERE @extschema@.subagent_context_may_qualify(m.metadata))
     SELECT array_agg(x.s), array_agg(x.c)
       FROM (SELECT k.s, k.c FROM given AS k WHERE k.t IS NOT NULL
             EXCEPT SELECT a.s, a.c FROM alive AS a
@@ -234,7 +234,7 @@ BEGIN
   EXECUTE $q$
     SELECT max(w.created_at), count(*)
       FROM (SELECT m.created_at FROM @extschema@.task_session_messages AS m
-             WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+             WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_context_may_qualify(m.metadata)
              ORDER BY m.created_at LIMIT $3) AS w
   $q$ INTO last, n USING lo, hi, batch;
   window_end := CASE WHEN n < batch THEN hi ELSE least(last + interval '1 microsecond', hi) END;

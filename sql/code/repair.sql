@@ -4,7 +4,7 @@
 -- is nothing left). Each batch is one short transaction that holds a row it wrote for less than capture's
 -- own 200 ms wait (subagent_context.repair_keys keys per store; a replay batch ends 50 ms after its first
 -- merge); it waits at most 100 ms for a row that a transaction of kandev still holds
--- (subagent_store_history_waiting()), so no capture waits on it longer (docs/reliability.md#repair).
+-- (subagent_context_store_history_waiting()), so no capture waits on it longer (docs/reliability.md#repair).
 
 -- Refuses, in one sentence, what repair cannot do here.
 CREATE FUNCTION @extschema@.subagent_context_repairable()
@@ -103,7 +103,7 @@ BEGIN
   -- Whether the span of the batch holds at most twice as many candidate messages as keys.
   EXECUTE $q$
     SELECT count(*) <= 2 * $3 FROM (SELECT 1 FROM @extschema@.task_session_messages AS m
-                                     WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_may_qualify(m.metadata)
+                                     WHERE m.created_at >= $1 AND m.created_at < $2 AND @extschema@.subagent_context_may_qualify(m.metadata)
                                      LIMIT 2 * $3 + 1) AS w
   $q$ INTO dense USING keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', keys.n;
   next_created_at := keys.instants[keys.n];
@@ -116,10 +116,10 @@ BEGIN
        AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
   END IF;
   IF dense THEN
-    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(
+    SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(
       keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', NULL, NULL, NULL, 'skip');
   ELSE
-    SELECT * INTO got FROM @extschema@.subagent_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
+    SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
   END IF;
   -- The last statement before the commit: the rows it stores are held for no longer than it takes. Its
   -- keys leave the record at the next call.
@@ -147,7 +147,7 @@ $$;
 
 -- Replays one failed capture (docs/reliability.md#replay), in the caller's transaction:
 -- - the message is read as it is now and, if it still qualifies, its row derived and merged through the
---   same subagent_merge_message() as capture, under the execution id capture had resolved;
+--   same subagent_context_merge_message() as capture, under the execution id capture had resolved;
 -- - then the message is read again, with the row locked by that merge: a newer frame committed between the
 --   read and the merge (its capture merged before ours, so ours put an older snapshot over it) is merged
 --   again, so the row ends as the message is at the merge; a frame written after the merge waits for this
@@ -195,10 +195,10 @@ BEGIN
   END IF;
   BEGIN
     FOR attempt IN 1..3 LOOP
-      doc := CASE WHEN @extschema@.subagent_may_qualify(m.metadata) THEN @extschema@.subagent_parse_metadata(m.metadata) END;
-      execution := coalesce(f.agent_execution_id, @extschema@.subagent_execution_id(doc, NULL));
+      doc := CASE WHEN @extschema@.subagent_context_may_qualify(m.metadata) THEN @extschema@.subagent_context_parse_metadata(m.metadata) END;
+      execution := coalesce(f.agent_execution_id, @extschema@.subagent_context_execution_id(doc, NULL));
       now_utc := clock_timestamp() AT TIME ZONE 'UTC';
-      SELECT * INTO d FROM @extschema@.derive_subagent_row(m.task_session_id, m.task_id, m.turn_id, doc,
+      SELECT * INTO d FROM @extschema@.subagent_context_derive_row(m.task_session_id, m.task_id, m.turn_id, doc,
                              coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution);
       IF NOT FOUND THEN
         merged := 'nothing to replay';  -- gone, no longer a subagent call, or no identity
@@ -211,7 +211,7 @@ BEGIN
         EXIT;
       END IF;
       PERFORM @extschema@.subagent_context_pause('replay: before merge');
-      PERFORM @extschema@.subagent_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
+      PERFORM @extschema@.subagent_context_merge_message(m.task_session_id, m.task_id, m.turn_id, doc,
                 coalesce(m.created_at, now_utc), coalesce(m.updated_at, now_utc), execution, 'backfill');
       SELECT mm.task_session_id, mm.task_id, mm.turn_id, mm.metadata, mm.created_at, mm.updated_at INTO again
         FROM @extschema@.task_session_messages AS mm

@@ -25,7 +25,8 @@ END
 $citus_orphans$;
 
 DROP TRIGGER IF EXISTS subagent_context_capture ON @extschema@.task_session_messages;
-DROP FUNCTION IF EXISTS @extschema@.capture_subagent_message();
+DROP FUNCTION IF EXISTS @extschema@.subagent_context_capture_message();
+DROP FUNCTION IF EXISTS @extschema@.capture_subagent_message();  -- its name until 0.4.0
 DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx;
 DROP INDEX IF EXISTS @extschema@.subagent_context_recent_messages_idx_old;
 

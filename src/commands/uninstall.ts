@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertSchemaExists, assertWritable, explain, withClient } from '../db.js';
+import { assertSchemaExists, assertWritable, explain, inTransaction, withClient } from '../db.js';
 import { UserError } from '../errors.js';
 import { migrate } from '../install.js';
 import { MIGRATIONS_TABLE } from '../paths.js';
-import { ACTIVATION_KEYS, dropDataStatements, sqlStatements, uninstallStatements } from '#sql';
+import { ACTIVATION_KEYS, dropDataStatements, quoteIdent, sqlStatements, uninstallStatements } from '#sql';
 import { SQL } from 'sql-template-strings';
 import { printJson, safe } from '../output.js';
 import { sameRelease } from '../installed.js';
@@ -132,13 +132,7 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
   return {
     trigger: await names(SQL`SELECT tgname AS name FROM pg_trigger WHERE tgname = 'subagent_context_capture' AND tgrelid = `
       .append(messages)),
-    // Every function any release named: subagent_*, capture_subagent_message, derive_subagent_row.
-    functions: await names(SQL`SELECT format('%s(%s)', p.proname, pg_get_function_identity_arguments(p.oid)) AS name
-        FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
-       WHERE n.nspname = ${schema} AND p.proname ~ '^(subagent_|capture_subagent_message$|derive_subagent_row$)'
-       ORDER BY 1`),
-    types: await names(SQL`SELECT t.typname AS name FROM pg_type AS t JOIN pg_namespace AS n ON n.oid = t.typnamespace
-       WHERE n.nspname = ${schema} AND t.typname = 'subagent_row'`),
+    ...await ourCode(client, schema),
     indexes: await names(SQL`SELECT c.relname AS name FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
        WHERE n.nspname = ${schema} AND c.relkind IN ('i', 'I')
          AND c.relname IN ('subagent_context_recent_messages_idx', 'subagent_context_recent_messages_idx_old')
@@ -149,15 +143,30 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
          AND NOT EXISTS (SELECT 1 FROM pg_depend AS d
                           WHERE d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.deptype IN ('a', 'i'))
        ORDER BY 1`),
-    keys: hasMeta ? await names(SQL`SELECT key AS name FROM `.append(`${quote(schema)}.kandev_meta`)
+    keys: hasMeta ? await names(SQL`SELECT key AS name FROM `.append(`${quoteIdent(schema)}.kandev_meta`)
       .append(SQL` WHERE key = ANY (${ACTIVATION_KEYS}) ORDER BY 1`)) : [],
-    migrations: hasMigrations ? await names(SQL`SELECT name FROM `.append(`${quote(schema)}.${MIGRATIONS_TABLE}`).append(' ORDER BY run_on, id')) : [],
+    migrations: hasMigrations ? await names(SQL`SELECT name FROM `.append(`${quoteIdent(schema)}.${MIGRATIONS_TABLE}`).append(' ORDER BY run_on, id')) : [],
     tables: await names(SQL`SELECT t AS name FROM unnest(ARRAY['task_session_subagents', 'subagent_context_failures']) AS t
        WHERE to_regclass(format('%I.%I', ${schema}::text, t)) IS NOT NULL`),
   };
 }
 
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/**
+ * The functions and the row type of any release here, by sql/data/ours.sql's rule: applied first in a
+ * transaction rolled back, as an installation of an earlier release has no such function (and what is
+ * left after an uninstall has none either). The rule itself is not counted.
+ */
+async function ourCode(client: pg.ClientBase, schema: string): Promise<Pick<Inventory, 'functions' | 'types'>> {
+  return inTransaction(client, async () => {
+    for (const statement of sqlStatements('data/ours.sql', schema)) await client.query(statement);
+    const { rows } = await client.query<{ kind: string; name: string }>(
+      `SELECT o.kind, CASE o.kind WHEN 'TYPE' THEN o.name::text
+                      ELSE pg_catalog.format('%s(%s)', o.name, pg_catalog.pg_get_function_identity_arguments(o.oid)) END AS name
+         FROM ${quoteIdent(schema)}.subagent_context_ours() AS o
+        WHERE o.name <> 'subagent_context_ours' ORDER BY 2`);
+    return { functions: rows.filter((r) => r.kind !== 'TYPE').map((r) => r.name), types: rows.filter((r) => r.kind === 'TYPE').map((r) => r.name) };
+  }, { rollback: () => true });
+}
 
 /**
  * What an uninstall stopped part-way had changed, read from the database against `before`: the migrations
@@ -188,23 +197,15 @@ async function withWhatChanged(err: unknown, client: pg.Client, schema: string, 
 
 /** sql/code/meta-writable.sql's check, in a transaction that is rolled back: it refuses in one sentence, or changes nothing. */
 async function assertMetaWritable(client: pg.Client, schema: string): Promise<void> {
-  await client.query('BEGIN');
-  try {
+  await inTransaction(client, async () => {
     for (const statement of sqlStatements('code/meta-writable.sql', schema)) await client.query(statement);
-    await client.query(`SELECT ${quote(schema)}.subagent_context_assert_meta_writable()`);
-  } finally {
-    await client.query('ROLLBACK').catch(() => {});
-  }
+    await client.query(`SELECT ${quoteIdent(schema)}.subagent_context_assert_meta_writable()`);
+  }, { rollback: () => true });
 }
 
 /** What the first migration's down does (migrations/lib/steps.js uninstall), in one transaction. */
 async function removeCode(client: pg.Client, schema: string): Promise<void> {
-  await client.query('BEGIN');
-  try {
+  await inTransaction(client, async () => {
     for (const statement of uninstallStatements(schema)) await client.query(statement);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+  });
 }

@@ -3,7 +3,7 @@
 // whole by a deadline, and `signal` (no scrape is waiting any more) cancels the server-side query.
 import pg from 'pg';
 import { sqlFile } from '#sql';
-import { assertSchemaExists, captureTriggerExists, explain, PrivilegeError, privilegeMessage } from '../db.js';
+import { assertSchemaExists, explain, inTransaction, PrivilegeError, privilegeMessage, withoutInstallation } from '../db.js';
 import { readInstalled } from '../installed.js';
 import { sendCancel } from '../pooler.js';
 import { connectClient } from '../tls.js';
@@ -72,9 +72,8 @@ async function readState(client: pg.Client, schema: string): Promise<Known> {
   const code = await readInstalled(client, schema);
   if (!code) {
     // Nothing to ask: no installation, or only the trigger left behind (docs/uninstall.md).
-    const trigger = await captureTriggerExists(client, schema);
-    return { up: true, status: trigger ? 'trigger_orphaned' : 'not_installed', installedVersion: null, upgradeRequired: null,
-      row: { trigger_installed: trigger } };
+    const { status, trigger_installed } = await withoutInstallation(client, schema);
+    return { up: true, status, installedVersion: null, upgradeRequired: null, row: { trigger_installed } };
   }
   const tooOld: Known = { up: true, status: null, installedVersion: code.version, upgradeRequired: true, row: null };
   // 0.1.0's health has no status column: this release cannot read it, and says "upgrade" instead.
@@ -171,13 +170,9 @@ export class Evaluator {
         const c = await this.connection();
         client = c;
         if (stopped) throw new Error(stopped);
-        await c.query('BEGIN');
-        // SET LOCAL, not a startup parameter: a pooler such as PgBouncer refuses unknown startup parameters
-        // and shares sessions between clients, but keeps a transaction's settings to the transaction.
-        await c.query(`SELECT set_config('statement_timeout', $1, true)`, [`${timeoutMs}ms`]);
-        const state = await readState(c, schema);
-        await c.query(state.error ? 'ROLLBACK' : 'COMMIT');
-        return state;
+        // Local to the transaction, not a startup parameter: a pooler such as PgBouncer refuses unknown startup
+        // parameters and shares sessions between clients, but keeps a transaction's settings to the transaction.
+        return inTransaction(c, () => readState(c, schema), { settings: { statement_timeout: `${timeoutMs}ms` }, rollback: (state) => Boolean(state.error) });
       })();
       work.catch(() => {}); // when the deadline wins the race, whatever the connection does later is moot
       const known = await Promise.race([abandoned, work]);

@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import { quoteIdent, sqlFile } from '#sql';
 import { UserError } from '../errors.js';
+import { inTransaction } from '../db.js';
 import { readDashboard } from '../dashboards.js';
 import { safe } from '../output.js';
 import type { Report, TopRow, UsageRow } from './model.js';
@@ -61,43 +62,42 @@ export async function readReport(client: pg.ClientBase, schema: string, opts: Re
   const raw: Record<string, unknown> = {};
   const unavailable: Record<string, string> = {};
   const q = (file: string, params: unknown[] = []) => readDashboard(client, schema, file, params);
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   let timeout = '';
   try {
-    const session = (await client.query(`SELECT current_setting('statement_timeout') AS t`)).rows[0].t as string;
-    const chosen = statementTimeout(opts.statementTimeout, session);
-    timeout = chosen ?? session;
-    if (chosen !== null) await client.query(`SELECT set_config('statement_timeout', $1, true)`, [chosen]);
+    await inTransaction(client, async () => {
+      const session = (await client.query(`SELECT current_setting('statement_timeout') AS t`)).rows[0].t as string;
+      const chosen = statementTimeout(opts.statementTimeout, session);
+      timeout = chosen ?? session;
+      if (chosen !== null) await client.query(`SELECT set_config('statement_timeout', $1, true)`, [chosen]);
 
-    const [features] = (await client.query(sqlFile('report/host-features.sql', schema), [schema])).rows;
-    const topology = features.has_topology ? (await q('report/topology.sql'))[0].topology : 'plain';
-    if (topology === 'citus') {
-      unavailable.nesting = 'Nesting is not available on Citus: it follows parent links with a recursive query, ' +
-        'which Citus runs over distributed tables only within one session.';
-    }
-    for (const [key, file] of Object.entries(WINDOWED)) {
-      if (unavailable[key]) { raw[key] = null; continue; }
-      const rows = await q(file, [window.since, window.until]);
-      raw[key] = SINGLE_ROW.has(key) ? rows[0] : rows;
-    }
-    // Current state, not windowed: the same files the dashboards and `metrics` run.
-    raw.health = (await q('dashboards/health.sql'))[0];
-    raw.stats = (await q('dashboards/stats.sql'))[0];
-    const ids = [...new Set([...(raw.top as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
-    const titles = new Map<string, string>();
-    if (features.has_titles) for (const t of await q('report/task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
-    else unavailable.titles = `the host has no ${quoteIdent(schema)}.tasks.title column, so cards are shown by their id.`;
-    for (const key of ['top', 'running']) {
-      for (const row of raw[key] as Array<Record<string, unknown>>) row.title = titles.get(row.task_id as string) ?? null;
-    }
+      const [features] = (await client.query(sqlFile('report/host-features.sql', schema), [schema])).rows;
+      const topology = features.has_topology ? (await q('report/topology.sql'))[0].topology : 'plain';
+      if (topology === 'citus') {
+        unavailable.nesting = 'Nesting is not available on Citus: it follows parent links with a recursive query, ' +
+          'which Citus runs over distributed tables only within one session.';
+      }
+      for (const [key, file] of Object.entries(WINDOWED)) {
+        if (unavailable[key]) { raw[key] = null; continue; }
+        const rows = await q(file, [window.since, window.until]);
+        raw[key] = SINGLE_ROW.has(key) ? rows[0] : rows;
+      }
+      // Current state, not windowed: the same files the dashboards and `metrics` run.
+      raw.health = (await q('dashboards/health.sql'))[0];
+      raw.stats = (await q('dashboards/stats.sql'))[0];
+      const ids = [...new Set([...(raw.top as TopRow[]), ...(raw.running as TopRow[])].map((x) => x.task_id))];
+      const titles = new Map<string, string>();
+      if (features.has_titles) for (const t of await q('report/task-titles.sql', [ids])) titles.set(t.id as string, t.title as string);
+      else unavailable.titles = `the host has no ${quoteIdent(schema)}.tasks.title column, so cards are shown by their id.`;
+      for (const key of ['top', 'running']) {
+        for (const row of raw[key] as Array<Record<string, unknown>>) row.title = titles.get(row.task_id as string) ?? null;
+      }
+    }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', rollback: () => true });
   } catch (err) {
     if ((err as { code?: string }).code === '57014') {
       throw new UserError(`the report was stopped after its statement timeout (${timeout}): narrow the window with --since/--until, ` +
         'or allow more time with --statement-timeout (0 for none).');
     }
     throw err;
-  } finally {
-    await client.query('ROLLBACK').catch(() => {});
   }
   return assemble(schema, raw, unavailable, opts.host);
 }

@@ -18,7 +18,8 @@ export const recordFile = (version: string) => join(RECORD_DIR, `${version}.txt`
  * which returned constants (0.4.0 reads a table): the volatility and body the record says instead.
  */
 const BY_SERVER_MAJOR: Array<[string, RegExp, string]> = [
-  ['subagent_parse_metadata(', /; (immutable|stable|volatile); body [0-9a-f]{16}$/, '; volatility and body depend on the server major'],
+  ['subagent_parse_metadata(', /; (immutable|stable|volatile); body [0-9a-f]{16}$/, '; volatility and body depend on the server major'],  // until 0.4.0
+  ['subagent_context_parse_metadata(', /; (immutable|stable|volatile); body [0-9a-f]{16}$/, '; volatility and body depend on the server major'],
   ['subagent_context_installation(', /; immutable; body [0-9a-f]{16}$/, '; immutable; body: the release, the digest of its code and the server major'],
 ];
 

@@ -129,7 +129,7 @@ describe('capture never breaks the message write', () => {
     expect(rows).toEqual([{ rolsuper: false }]);
     const { rows: [fn] } = await db.query(
       `SELECT pg_get_userbyid(p.proowner) AS owner, p.prosecdef FROM pg_proc p
-        WHERE p.oid = '${S}.capture_subagent_message'::regproc`);
+        WHERE p.oid = '${S}.subagent_context_capture_message'::regproc`);
     expect(fn).toEqual({ owner, prosecdef: true });
   });
 

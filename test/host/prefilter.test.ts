@@ -1,6 +1,6 @@
 // The prefilter is defined once (MAY_QUALIFY in sql/loader.js) and spelled out where an expression must
 // stand alone: the trigger's WHEN clause, health's partial index on task_session_messages and
-// subagent_may_qualify(), which every other path calls. Pin every spelling in sql/ to the definition, the
+// subagent_context_may_qualify(), which every other path calls. Pin every spelling in sql/ to the definition, the
 // three together input by input, what the filter lets through (the literal subagent_task, one pass), and
 // that an escaped spelling is no subagent write on any path.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const CORPUS = [
 describe('the non-subagent fast path', () => {
   it('every SQL file spells the prefilter and health\'s index as sql/loader.js defines them', () => {
     const dir = join(PACKAGE_ROOT, 'sql');
-    const spelled = readdirSync(dir).filter((f) => f.endsWith('.sql')).flatMap((f) => {
+    const spelled = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.sql')).flatMap((f) => {
       const text = readFileSync(join(dir, f), 'utf8');
       return [
         ...[...text.matchAll(/strpos\(([^,()]+), '{1,2}subagent_task'{1,2}\) > 0/g)].map((m) => [f, m[0].replaceAll("''", "'"), MAY_QUALIFY(m[1]!)]),
@@ -43,14 +43,14 @@ describe('the non-subagent fast path', () => {
     expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['code/capture.sql']);
     expect(files(MAY_QUALIFY('metadata'))).toEqual(['code/derive.sql', 'indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
     expect(files(HEALTH_INDEX.comment)).toEqual(['indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
-    // No other spelling of the literal anywhere in sql/: every other path calls subagent_may_qualify().
-    const others = readdirSync(dir).filter((f) => f.endsWith('.sql'))
+    // No other spelling of the literal anywhere in sql/: every other path calls subagent_context_may_qualify().
+    const others = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.sql'))
       .flatMap((f) => (readFileSync(join(dir, f), 'utf8').match(/strpos\([^)]*subagent_task[^)]*\)[^\n]*/g) ?? []).map((l) => `${f}: ${l}`))
       .filter((l) => !/strpos\([^,()]+, '{1,2}subagent_task'{1,2}\) > 0/.test(l));
     expect(others).toEqual([]);
   });
 
-  it('the WHEN clause lets through exactly what subagent_may_qualify() does', async () => {
+  it('the WHEN clause lets through exactly what subagent_context_may_qualify() does', async () => {
     const { rows: [trigger] } = await db.query(
       `SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgname = 'subagent_context_capture'`);
     const when = /WHEN \((.*)\) EXECUTE FUNCTION/.exec(trigger.def)?.[1];
@@ -58,7 +58,7 @@ describe('the non-subagent fast path', () => {
     expect(when).toMatch(/new\.metadata/i);
     const expr = when!.replace(/new\.metadata/gi, 'm');
     const { rows } = await db.query<{ m: string; by_when: boolean; by_function: boolean }>(
-      `SELECT m, coalesce((${expr}), false) AS by_when, coalesce(subagent_may_qualify(m), false) AS by_function
+      `SELECT m, coalesce((${expr}), false) AS by_when, coalesce(subagent_context_may_qualify(m), false) AS by_function
          FROM unnest($1::text[]) AS m`, [CORPUS]);
     expect(rows.filter((r) => r.by_when !== r.by_function).map((r) => r.m.slice(0, 40))).toEqual([]);
     // Both halves of the filter are exercised: some inputs pass, some do not.
@@ -66,7 +66,7 @@ describe('the non-subagent fast path', () => {
       '{"normalized":{"kind', 'subagent_task', 'xsubagent_taskx', 'aaaaaaaaaaaaaaaaaaaa']);
     // NULL metadata passes neither (the trigger does not fire).
     const { rows: [n] } = await db.query(`SELECT (${when!.replace(/new\.metadata/gi, 'NULL::text')}) AS w,
-      subagent_may_qualify(NULL) AS f`);
+      subagent_context_may_qualify(NULL) AS f`);
     expect(n).toEqual({ w: null, f: null });
   });
 
@@ -78,7 +78,7 @@ describe('the non-subagent fast path', () => {
     ['streaming text', false],
     ['', false],
   ])('lets %j through: %s', async (metadata, expected) => {
-    const { rows } = await db.query('SELECT subagent_may_qualify($1) AS pass', [metadata]);
+    const { rows } = await db.query('SELECT subagent_context_may_qualify($1) AS pass', [metadata]);
     expect(rows[0].pass).toBe(expected);
   });
 
@@ -105,8 +105,8 @@ describe('the non-subagent fast path', () => {
     const health = (await db.query(`SELECT shortfall::int, excess::int FROM subagent_context_health()`)).rows[0];
     expect(health).toEqual({ shortfall: 0, excess: 0 });
     expect((await db.query(`SELECT repaired::int FROM subagent_context_repair()`)).rows[0].repaired).toBe(0);
-    // The history walk (backfill) passes it by: subagent_store_history reads the same filter.
-    await db.query(`SELECT subagent_store_history('-infinity', 'infinity', NULL, NULL, NULL)`);
+    // The history walk (backfill) passes it by: subagent_context_store_history reads the same filter.
+    await db.query(`SELECT subagent_context_store_history('-infinity', 'infinity', NULL, NULL, NULL)`);
     expect((await db.query(`SELECT count(*)::int AS n FROM task_session_subagents WHERE tool_call_id = 'toolu_escaped'`)).rows[0].n).toBe(0);
   });
 
