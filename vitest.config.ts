@@ -2,7 +2,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 // Four projects, chosen by folder (test/README.md):
 //   unit         test/unit/: pure modules, no database, no global setup: `npm run test:unit` in seconds;
-//   minimal      every other test file, on the minimal host (kandev/host.ts HOST_SHAPES);
+//   minimal      every other test file (the subject folders, test/host/, test/citus/), on the minimal host
+//                (kandev/host.ts HOST_SHAPES);
 //   kandev-0.91  test/host/ once more, on the tables as kandev 0.91's fresh boot leaves them
 //                (kandev/schema/kandev-0.91.sql): the files about the host (capture, backfill, health,
 //                hostile input, concurrency, table adoption). test/helpers/database.ts reads hostShape;

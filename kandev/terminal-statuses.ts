@@ -2,7 +2,7 @@
 
 /**
  * ACP tool-call statuses that settle a subagent row (docs/decisions.md, "Derivation"): exact and case-sensitive.
- * SQL owns the set (subagent_context_is_terminal_status in sql/code/derive.sql); test/terminal-status.test.ts pins
+ * SQL owns the set (subagent_context_is_terminal_status in sql/code/derive.sql); test/capture/terminal-status.test.ts pins
  * this constant to it, so code that reads rows can classify statuses without a round trip.
  */
 export const TERMINAL_TOOL_STATUSES = ['complete', 'completed', 'success', 'error', 'failed', 'cancelled'] as const;

@@ -1,7 +1,7 @@
 -- docs/citus.md, step 2: on Citus the two tables capture writes are created by the operator before
 -- `up`, distributed on task_session_id and co-located with task_session_messages; `up` adopts them.
 -- Citus needs task_session_id in every primary key, so these differ from the product's own tables
--- (sql/table.sql, sql/failures.sql) only in their primary keys, and the failure log's session NOT NULL.
+-- (sql/data/table.sql, sql/data/failures.sql) only in their primary keys, and the failure log's session NOT NULL.
 CREATE TABLE @extschema@.task_session_subagents (
   id                  text NOT NULL,
   task_session_id     text NOT NULL REFERENCES @extschema@.task_sessions (id) ON DELETE CASCADE,

@@ -1,6 +1,6 @@
 // Health under concurrent writers on Citus (docs/citus.md): while 8 writers INSERT and UPDATE subagent
 // frames in sessions on both workers, 40 checks of subagent_context_health() on the coordinator each see
-// shortfall 0 and excess 0, as on plain tables (test/health-under-writers.test.ts): a check reads one
+// shortfall 0 and excess 0, as on plain tables (test/health/health-under-writers.test.ts): a check reads one
 // moment of the store, never its parts at different moments.
 import { describe, expect, it } from 'vitest';
 import { freshCitusDatabase, workerOf } from '../helpers/citus.js';

@@ -1,5 +1,5 @@
 // repair never makes a capture fail on Citus either (docs/citus.md): the workload of
-// test/repair-beside-writers.test.ts through the coordinator, smaller (a gap of 2,000 missing rows and 500 failed
+// test/repair/repair-beside-writers.test.ts through the coordinator, smaller (a gap of 2,000 missing rows and 500 failed
 // captures: each replay is a distributed transaction, 8 writers updating the frames of exactly those calls under a 4 s statement_timeout): the
 // failures are replayed (on 4259581 not one was: Citus refused the replay's UPDATE with clock_timestamp(),
 // and repair said a transaction held their rows), no capture fails, every write commits, and nothing is

@@ -1,5 +1,5 @@
 // One workload for "health under concurrent writers", on plain tables and on Citus alike
-// (test/health-under-writers.test.ts, test/citus/health-under-writers.test.ts): writers that each INSERT a
+// (test/health/health-under-writers.test.ts, test/citus/health-under-writers.test.ts): writers that each INSERT a
 // subagent frame and then UPDATE it to its completed frame, over and over, across sessions, while another
 // session reads subagent_context_health() again and again. Capture writes a message and its row in one
 // transaction, so nothing is ever missing: every check must see shortfall 0 and excess 0.

@@ -7,6 +7,6 @@ export const MIGRATIONS = readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.*\.js
 
 /**
  * node-pg-migrate's own command, run with `node` directly: the program `npx node-pg-migrate` starts,
- * without npx's half-second of start-up (package.test.ts runs the documented npx line itself).
+ * without npx's half-second of start-up (install/package.test.ts runs the documented npx line itself).
  */
 export const NODE_PG_MIGRATE = join(PACKAGE_ROOT, 'node_modules', 'node-pg-migrate', 'bin', 'node-pg-migrate.js');

@@ -1,5 +1,5 @@
 // One workload for "repair never makes a capture fail", on plain tables and on Citus alike
-// (test/repair-beside-writers.test.ts, test/citus/repair-beside-writers.test.ts): a store with a large gap
+// (test/repair/repair-beside-writers.test.ts, test/citus/repair-beside-writers.test.ts): a store with a large gap
 // (calls made since activation whose rows were deleted) and a few thousand failed captures (rows left one
 // frame behind their messages, each with its failure recorded), then `repair` while kandev's writers
 // update the frames of exactly those calls, each under kandev's own statement_timeout. Every statement is

@@ -1,4 +1,4 @@
-// A small kandev history whose report is known by hand (test/report.test.ts spells out every number):
+// A small kandev history whose report is known by hand (test/report/report.test.ts spells out every number):
 // 3 cards, 4 sessions (card A has two; card C's session launched nothing), 4 turns, 8 subagents.
 //
 //   turn  session  subagent  status (agent/tool)         type        model  tokens tools  ms     parent
@@ -87,7 +87,7 @@ export async function seedReportFixture(db: TestDatabase, schema = 'public'): Pr
   return { liveQualifyingWrites: writes };
 }
 
-/** The report test/report.test.ts expects for the fixture (the JSON of `subagent-context report`). */
+/** The report test/report/report.test.ts expects for the fixture (the JSON of `subagent-context report`). */
 export function expectedReport(schema = 'public') {
   const cardA = { id: 'task-a1t1', task_id: 'task-a1t1', sessions: 2, subagents: 5, async: 3, turns: 2, total_tokens: 4000, usage_not_reported: 3, title: 'task-a1t1' };
   const cardB = { id: 'task-b', task_id: 'task-b', sessions: 1, subagents: 3, async: 0, turns: 2, total_tokens: 500, usage_not_reported: 2, title: TASK_B_TITLE };

@@ -1,6 +1,6 @@
 // The one reference model of capture in the tests, written from docs/decisions.md#derivation (derivation), §5 (execution id),
-// §6 (merge) and docs/decisions.md, deliberately NOT from the SQL. test/differential.test.ts and
-// test/hostile-input.test.ts feed the same message writes to this model and to the real trigger and
+// §6 (merge) and docs/decisions.md, deliberately NOT from the SQL. test/capture/differential.test.ts and
+// test/capture/hostile-input.test.ts feed the same message writes to this model and to the real trigger and
 // require identical rows and stats.
 //
 // Documents are `Json` trees in which numbers keep their exact lexeme (1.5, 2.0, 1e2,

@@ -1,6 +1,6 @@
 // The exporter's basic authentication (src/metrics/basic-auth.ts) as an attacker meets it: which attempts
 // cost a bcrypt check and which are answered without one. The checks are bcryptjs's own compare, run here
-// on the test's thread and counted (the exporter runs them on a thread of its own: metrics-auth-load.test.ts).
+// on the test's thread and counted (the exporter runs them on a thread of its own: metrics/metrics-auth-load.test.ts).
 import { describe, it, expect } from 'vitest';
 import bcrypt from 'bcryptjs';
 import { basicAuth, CHECKS_RUNNING, CHECKS_WAITING, type PasswordCheck } from '../../src/metrics/basic-auth.js';

@@ -1,5 +1,5 @@
 // What the process title shows of a command line (src/process-title.ts; a running exporter's title is
-// test/process-title.test.ts's): every --database-url value with its secrets as ***, everything else as typed.
+// test/security/process-title.test.ts's): every --database-url value with its secrets as ***, everything else as typed.
 import { describe, it, expect } from 'vitest';
 import { maskedArgv } from '../../src/process-title.js';
 
