@@ -15,6 +15,18 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { splitStatements } from './statements.js';
 
+/**
+ * @typedef {(text: string, values?: unknown[]) => Promise<Record<string, any>[]>} Select
+ *   a catalog read: node-pg-migrate's pgm.db.select, or a pg client wrapped
+ * @typedef {{ db: { select: Select } }} MigrationBuilderLike what targetSchema() needs of node-pg-migrate's pgm
+ * @typedef {object} InstalledCode the installed code layer (installedCode())
+ * @property {string} version
+ * @property {string | null} code_digest
+ * @property {number | null} server_major
+ * @property {boolean} health subagent_context_health() is there to ask (a removal by hand that stopped halfway may have dropped it)
+ * @property {boolean} current this package's code, built for this server major
+ */
+
 const SQL_DIR = new URL('./', import.meta.url);
 
 export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
@@ -23,16 +35,19 @@ export const PACKAGE_VERSION = JSON.parse(readFileSync(new URL('../package.json'
  * sql/manifest.txt: every section's files, in order ({ install: ['guards/citus-check.sql', …], … }). The one
  * list of what runs and in which order, which a DBA's psql run reads too.
  */
-export const MANIFEST = readManifest(readFileSync(new URL('manifest.txt', SQL_DIR), 'utf8'));
+export const MANIFEST = /** @type {Record<'install' | 'index' | 'index-partitioned' | 'deactivate' | 'uninstall' | 'drop-data', string[]>} */ (readManifest(readFileSync(new URL('manifest.txt', SQL_DIR), 'utf8')));
 
+/** @param {string} text @returns {Record<string, string[]>} */
 function readManifest(text) {
+  /** @type {Record<string, string[]>} */
   const sections = {};
+  /** @type {string | null} */
   let current = null;
   for (const raw of text.split('\n')) {
     const line = raw.replace(/#.*$/, '').trim();
     if (!line) continue;
     const header = /^\[([a-z-]+)\]/.exec(line);
-    if (header) sections[current = header[1]] = [];
+    if (header) sections[current = header[1] ?? ''] = [];
     else if (current) sections[current].push(line);
     else throw new Error(`subagent-context: sql/manifest.txt: ${line} is outside any section`);
   }
@@ -58,6 +73,7 @@ export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'faile
  * trigger's WHEN clause, health's index predicate, subagent_context_may_qualify()), and test/host/prefilter.test.ts
  * holds every spelling to this one.
  */
+/** @param {string} text @returns {string} */
 export function MAY_QUALIFY(text) {
   return `strpos(${text}, 'subagent_task') > 0`;
 }
@@ -84,15 +100,18 @@ export const HEALTH_INDEX = {
 export const PINNED_SEARCH_PATH = 'pg_catalog, pg_temp';
 export const PIN_SEARCH_PATH = `SELECT pg_catalog.set_config('search_path', '${PINNED_SEARCH_PATH}', true)`;
 
+/** A name as an SQL identifier, always quoted: the one quoter of this package. @param {string} name */
 export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
 }
 
 /** A string as an SQL literal (only for values this package computes: versions, digests, lock modes). */
+/** @param {string} value */
 function literal(value) {
   return `'${String(value).replaceAll("'", "''")}'`;
 }
 
+/** @param {string} file */
 function source(file) {
   return readFileSync(new URL(file, SQL_DIR), 'utf8');
 }
@@ -100,6 +119,7 @@ function source(file) {
 /** What this package's code layer is: changes whenever any code file changes, whatever the version says. */
 export const CODE_DIGEST = createHash('sha256').update(CODE_FILES.map(source).join('\0')).digest('hex').slice(0, 16);
 
+/** One file of sql/, rendered for `schema`. @param {string} file @param {string} schema @returns {string} */
 export function sqlFile(file, schema) {
   // The name also lands inside string literals ('@extschema@.x'::regclass), so refuse what would
   // break out of one rather than escape it twice.
@@ -109,7 +129,10 @@ export function sqlFile(file, schema) {
   return source(file).replaceAll('@extschema@', quoteIdent(schema));
 }
 
-/** A file's statements, for files that must run one statement at a time (split at `-- statement`). */
+/**
+ * A file's statements, for files that must run one statement at a time (split at `-- statement`).
+ * @param {string} file @param {string} schema @returns {string[]}
+ */
 export function sqlStatements(file, schema) {
   return sqlFile(file, schema).split(/^-- statement$/m).map((x) => x.trim()).filter(Boolean);
 }
@@ -118,6 +141,11 @@ export function sqlStatements(file, schema) {
  * A manifest section as the statements of one transaction, the search_path pinned first, `skip` left out
  * and `extra` after. Every statement goes alone: Citus forwards some DDL's whole query string to its
  * workers, where more than one command fails.
+ */
+/**
+ * @param {string} schema @param {keyof typeof MANIFEST} section
+ * @param {{ skip?: (file: string) => boolean, extra?: string[] }} [opts]
+ * @returns {string[]}
  */
 function transaction(schema, section, { skip = () => false, extra = [] } = {}) {
   return [PIN_SEARCH_PATH, ...MANIFEST[section].filter((f) => !skip(f)).map((f) => sqlFile(f, schema)), ...extra]
@@ -129,6 +157,7 @@ function transaction(schema, section, { skip = () => false, extra = [] } = {}) {
  * release's objects to this shape), then, when `code` is true, the code layer and the record of what it
  * installed (subagent_context_installation()).
  */
+/** @param {string} schema @param {{ code?: boolean }} [opts] @returns {string[]} */
 export function installStatements(schema, { code = true } = {}) {
   const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
   // Last: an installation whose activation would refuse (code/meta-writable.sql) is not installed either.
@@ -142,6 +171,11 @@ export function installStatements(schema, { code = true } = {}) {
  * It reads the session's schema (node-pg-migrate's --schema) before it pins the search_path, which it does
  * before anything else runs, node-pg-migrate's own statements of the transaction included.
  */
+/**
+ * @param {string} schema
+ * @param {{ lock: string, bookkeeping?: string | null, expected?: number | null, schema?: string | null, holdIndexBuilds?: boolean }} given
+ * @returns {string}
+ */
 export function migrationGuard(schema, { lock, bookkeeping = null, expected = null, schema: expectedSchema = null, holdIndexBuilds = false }) {
   const given = JSON.stringify({ lock, bookkeeping, expected, schema: expectedSchema, hold_index_builds: holdIndexBuilds });
   return `SELECT pg_catalog.set_config('subagent_context.migration_guard', ${literal(given)}, true),
@@ -151,16 +185,19 @@ ${sqlFile('guards/migration-guard.sql', schema)}`;
 }
 
 /** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
+/** @param {string} schema @returns {string[]} */
 export function deactivateStatements(schema) {
   return MANIFEST.deactivate.flatMap((f) => splitStatements(sqlFile(f, schema)));
 }
 
 /** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
+/** @param {string} schema @returns {string[]} */
 export function uninstallStatements(schema) {
   return transaction(schema, 'uninstall');
 }
 
 /** `uninstall --drop-data`, after the uninstall: the derived rows and the failure log, each statement alone. */
+/** @param {string} schema @returns {string[]} */
 export function dropDataStatements(schema) {
   return MANIFEST['drop-data'].flatMap((f) => sqlStatements(f, schema));
 }
@@ -170,6 +207,7 @@ export function dropDataStatements(schema) {
  * health: subagent_context_health() is there (a removal by hand that stopped halfway may have dropped it).
  * current: it is this package's release and code, built for this server major (else the code layer must be applied).
  * `select(text, values)` returns rows: node-pg-migrate's pgm.db.select, or a pg client wrapped.
+ * @param {Select} select @param {string} schema @returns {Promise<InstalledCode | null>}
  */
 export async function installedCode(select, schema) {
   const [{ fn, health, major }] = await select(
@@ -184,7 +222,7 @@ export async function installedCode(select, schema) {
   // Code applied by hand (psql) records nothing: what it is cannot be told, so `up` applies it again.
   if (!row) return { version: 'unknown', code_digest: null, server_major: null, health: Boolean(health), current: false };
   // A release that changes no SQL still records its own version (what health and the upgrade window compare).
-  return { ...row, health: Boolean(health),
+  return { version: row.version, code_digest: row.code_digest, server_major: row.server_major, health: Boolean(health),
     current: row.version === PACKAGE_VERSION && row.code_digest === CODE_DIGEST && Number(row.server_major) === Number(major) };
 }
 
@@ -193,6 +231,7 @@ export async function installedCode(select, schema) {
  * current_schema(), node-pg-migrate setting search_path to its --schema. Refuses, naming what is
  * missing, when the schema or kandev's tables are absent.
  */
+/** @param {MigrationBuilderLike} pgm @param {string} [given] @returns {Promise<string>} */
 export async function targetSchema(pgm, given) {
   const [{ schema, path }] = given ? [{ schema: given, path: null }] : await pgm.db.select(
     `SELECT pg_catalog.current_schema() AS schema, pg_catalog.current_setting('search_path') AS path`);

@@ -4,6 +4,7 @@
 // always do. Knows what can hide a semicolon: quoted strings ('…', E'…' with backslash escapes),
 // quoted identifiers, dollar-quoted bodies ($tag$…$tag$), and -- and /* */ comments (nested, as
 // PostgreSQL nests them).
+/** @param {string} sql @returns {string[]} */
 export function splitStatements(sql) {
   const out = [];
   let start = 0;
@@ -56,6 +57,7 @@ export function splitStatements(sql) {
   return out.map((s) => s.trim()).filter((s) => stripComments(s).trim() !== '');
 }
 
+/** @param {string} s */
 function stripComments(s) {
   return s.replace(/--[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '');
 }

@@ -6,7 +6,7 @@ import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
 import { assertSchemaExists, inStep, inTransaction } from './db.js';
 import { UserError } from './errors.js';
 import { installStatements, quoteIdent } from '#sql';
-import { readInstalled as readInstalledCode } from './installed.js';
+import { readInstalled } from './installed.js';
 import { progress as startProgress, type Progress, type ProgressStream } from './progress.js';
 import { reconcileAll } from './reconcile.js';
 import { formatCount } from './count.js';
@@ -161,8 +161,6 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
   }
 }
 
-/** The installed code layer (sql/code/installation.sql), or null when nothing is installed in `schema` (src/installed.ts). */
-export { readInstalledCode };
 
 /**
  * Applies the data and code layers when the installed code is not this package's or was built for another
@@ -171,7 +169,7 @@ export { readInstalledCode };
  * Returns whether it did.
  */
 export async function refreshCode(client: pg.Client, schema: string): Promise<boolean> {
-  const code = await readInstalledCode(client, schema);
+  const code = await readInstalled(client, schema);
   if (!code || code.current) return false;
   await inTransaction(client, async () => {
     for (const statement of installStatements(schema)) await client.query(statement);
@@ -185,10 +183,10 @@ export async function refreshCode(client: pg.Client, schema: string): Promise<bo
  * runs them (migrate()), so the result says how many rows it stored, and progress can be shown while it runs.
  */
 export async function up(client: pg.Client, schema: string, opts: BackfillOptions = {}) {
-  const before = await readInstalledCode(client, schema).catch(() => null);
+  const before = await readInstalled(client, schema).catch(() => null);
   const applied = await migrate(client, schema, 'up');
   await refreshCode(client, schema);
-  const after = await readInstalledCode(client, schema);
+  const after = await readInstalled(client, schema);
   const result = await backfill(client, schema, opts);
   // Health compares only what was written since the newest reconciliation: make sure one is complete
   // and recent, so that health is cheap from the start (after a first install there is nothing to compare

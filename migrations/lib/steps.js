@@ -40,6 +40,16 @@ const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[
  * sql/guards/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
  * own command: RESET search_path), or null.
  */
+/**
+ * @param {MigrationBuilder} pgm @param {'up' | 'down'} direction @param {CliRun | null} run
+ * @returns {Promise<Step>}
+ * @typedef {object} Step one migration's transaction, as prepare() sets it up
+ * @property {CliRun | null} run
+ * @property {string} schema
+ * @property {(opts?: { holdIndexBuilds?: boolean }) => string} guard
+ * @property {import('../../sql/loader.js').Select} select
+ * @property {string | null} after
+ */
 async function prepare(pgm, direction, run) {
   let schema;
   let expectedSchema = null;
@@ -65,6 +75,7 @@ async function prepare(pgm, direction, run) {
 }
 
 /** One transaction of a migration: the guard first, then `statements`, then what ends it (if anything). */
+/** @param {MigrationBuilder} pgm @param {Step} step @param {string[]} statements */
 const queue = (pgm, { guard, after }, statements) => {
   pgm.sql(guard());
   for (const statement of statements) pgm.sql(statement);
@@ -79,17 +90,20 @@ const queue = (pgm, { guard, after }, statements) => {
  * back after it, the values written in as literals (a string is one implicit transaction, or part of
  * node-pg-migrate's).
  */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} run @returns {import('../../sql/loader.js').Select} */
 const select = (pgm, run) => async (text, values = []) => {
   if (run) return pgm.db.select(text, values);
-  const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, n) => stringLiteral(values[Number(n) - 1]));
-  const results = await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
+  const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, /** @type {string} */ n) => stringLiteral(values[Number(n) - 1]));
+  // Four statements in one string: pg returns one result each.
+  const results = /** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
 ${PIN_SEARCH_PATH};
 ${read};
-SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent_context.search_path'), true)`);
-  return results[2].rows;
+SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent_context.search_path'), true)`)));
+  return /** @type {import('pg').QueryResult} */ (results[2]).rows;
 };
 
 /** A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled). */
+/** @param {unknown} value */
 function stringLiteral(value) {
   if (typeof value !== 'string') throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof value}`);
   return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
@@ -100,9 +114,11 @@ function stringLiteral(value) {
  * string (one implicit transaction); what cannot run in one (CREATE INDEX CONCURRENTLY, CALL) names only
  * pg_catalog and our schema, by hand.
  */
+/** @param {string} statement */
 const alone = (statement) => (/^(\s*--[^\n]*\n)*\s*DO\b/.test(statement) ? `${PIN_SEARCH_PATH};\n${statement}` : statement);
 
 /** First install: the data layer (created or adopted), then the code layer. One transaction. */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function install(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   queue(pgm, step, installStatements(step.schema));
@@ -113,6 +129,7 @@ export async function install(pgm, run = null) {
  * then the code layer when the installed one is not this package's (or was built for another server
  * major). One transaction: a failure changes nothing.
  */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function upgrade(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   const code = await installedCode(step.select, step.schema);
@@ -127,6 +144,7 @@ export async function upgrade(pgm, run = null) {
  * for the CLI, again in a transaction left open for node-pg-migrate's record of this migration (the
  * CLI's next statement commits it): another run cannot have built, or recorded, it meanwhile.
  */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function activate(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   const { schema, guard, after } = step;
@@ -157,6 +175,7 @@ $reconcile$`);
 }
 
 /** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function uninstall(pgm, run = null) {
   const step = await prepare(pgm, 'down', run);
   queue(pgm, step, uninstallStatements(step.schema));
@@ -168,6 +187,7 @@ export async function uninstall(pgm, run = null) {
  * uninstall/deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
  * installed and activated as it was, never deactivated with its trigger still firing.
  */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function deactivate(pgm, run = null) {
   const step = await prepare(pgm, 'down', run);
   queue(pgm, step, step.run ? [] : deactivateStatements(step.schema));
@@ -177,6 +197,7 @@ export async function deactivate(pgm, run = null) {
  * A later release's half of a pair whose going down is done by the first release's migrations: only
  * the guard, for node-pg-migrate's record of it.
  */
+/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function nothing(pgm, run = null) {
   const { guard, after } = await prepare(pgm, 'down', run);
   pgm.sql(guard());

@@ -31,7 +31,7 @@ const DASHBOARD_DS = { type: 'datasource', uid: '-- Dashboard --' };
  */
 export const TIME_RANGE = { '$1::timestamp': '$__timeFrom()::timestamp', '$2::timestamp': '$__timeTo()::timestamp' };
 
-/** A query with the dashboard's time range in place of $1/$2; any other parameter stops the build. */
+/** A query with the dashboard's time range in place of $1/$2; any other parameter stops the build. @param {string} sql */
 export function withTimeRange(sql) {
   let out = sql;
   for (const [param, macro] of Object.entries(TIME_RANGE)) out = out.replaceAll(param, macro);
@@ -44,28 +44,43 @@ export function withTimeRange(sql) {
  * A file's query for Grafana: its leading comment dropped, the schema taken from the dashboard's `schema`,
  * a hidden constant that only an editor of the dashboard sets (not a viewer's text box, not the URL), put
  * in as a quoted identifier.
+ * @param {string} file
  */
 export function grafanaSql(file) {
   const text = readFileSync(new URL(file, dir), 'utf8');
   const lines = text.split('\n');
-  while (lines.length && (lines[0].startsWith('--') || lines[0].trim() === '')) lines.shift();
+  while (lines.length && (lines[0]?.startsWith('--') || lines[0]?.trim() === '')) lines.shift();
   return lines.join('\n').trim().replaceAll('@extschema@', '"${schema:raw}"');
 }
+
+/**
+ * @typedef {{ x: number, y: number, w: number, h: number }} GridPos
+ * @typedef {{ color: string, value: number | null }} Step a threshold step
+ */
 
 /** The dashboard, as grafana-dashboard.json holds it. */
 export function buildDashboard() {
   let id = 0;
+  /** @param {string} file */
   const panelSql = (file) => withTimeRange(grafanaSql(file));
+  /** @param {string} file @param {string} [format] @returns {Record<string, unknown>} */
   const target = (file, format = 'table') => ({
     refId: 'A', datasource: DS, editorMode: 'code', format, rawQuery: true, rawSql: panelSql(file),
   });
+  /** @param {number} x @param {number} y @param {number} w @param {number} h @returns {GridPos} */
   const pos = (x, y, w, h) => ({ x, y, w, h });
 
   // Health is queried once per refresh, by the first health panel; the others read its result through
   // the Dashboard data source, each picking its own field.
+  /** @type {number | undefined} */
   let healthPanelId;
+  /**
+   * @param {string} title @param {string} file @param {string} field @param {GridPos} gridPos
+   * @param {Step[]} thresholds @param {Record<string, unknown>} [extra]
+   */
   function stat(title, file, field, gridPos, thresholds, extra = {}) {
     const panelId = ++id;
+    /** @type {{ datasource: object, targets: Record<string, unknown>[] }} */
     let source = { datasource: DS, targets: [target(file)] };
     if (file === 'health.sql') {
       if (healthPanelId === undefined) healthPanelId = panelId;
@@ -78,10 +93,12 @@ export function buildDashboard() {
     };
   }
   const green = { color: 'green', value: null };
+  /** @param {string} title @param {string} file @param {GridPos} gridPos @param {string} [description] */
   const table = (title, file, gridPos, description) => ({
     id: ++id, type: 'table', title, description, datasource: DS, gridPos, targets: [target(file)],
     fieldConfig: { defaults: { noValue: 'unknown' }, overrides: [] }, options: { showHeader: true },
   });
+  /** @param {string} title @param {string} file @param {string} x @param {GridPos} gridPos @param {string} [description] */
   const bars = (title, file, x, gridPos, description) => ({
     id: ++id, type: 'barchart', title, description, datasource: DS, gridPos, targets: [target(file)],
     options: { xField: x, orientation: 'vertical', showValue: 'always', legend: { showLegend: false } },

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../../demo/embedded.js';
 import { createHostTables, createTurn, insertMessage, subagentMetadata } from '../../kandev/host.js';
-import { readInstalledCode, up } from '../../src/install.js';
+import { up } from '../../src/install.js';
+import { readInstalled } from '../../src/installed.js';
 import { urlFor } from '../helpers/database.js';
 import { utcTimestamp } from '../../src/timestamp.js';
 
@@ -73,7 +74,7 @@ describe.skipIf(why !== null)('PostgreSQL 15 -> 17 by dump and restore', async (
   execFileSync('psql', ['--dbname', urlFor(next.url, 'kandev'), '-v', 'ON_ERROR_STOP=1', '--quiet', '--file', dump]);
 
   it('restored on 17, the installation still says 15 and capture goes on', async () => {
-    expect(await readInstalledCode(dst, 'public')).toMatchObject({ server_major: 15, current: false });
+    expect(await readInstalled(dst, 'public')).toMatchObject({ server_major: 15, current: false });
     expect(await parser(dst)).not.toContain('pg_input_is_valid');
     await call(dst, 'live17', now());
     expect((await rows(dst)).map((r) => [r.tool_call_id, r.source])).toEqual(
@@ -85,7 +86,7 @@ describe.skipIf(why !== null)('PostgreSQL 15 -> 17 by dump and restore', async (
     const keys = (await dst.query(`SELECT key, value FROM kandev_meta ORDER BY key`)).rows;
     const result = await up(dst, 'public');
     expect(result.upgraded).toMatchObject({ server_major: 17 });
-    expect(await readInstalledCode(dst, 'public')).toMatchObject({ server_major: 17, current: true });
+    expect(await readInstalled(dst, 'public')).toMatchObject({ server_major: 17, current: true });
     expect(await parser(dst)).toContain('pg_input_is_valid');
     expect(await rows(dst)).toEqual(before);
     expect((await dst.query(`SELECT key, value FROM kandev_meta ORDER BY key`)).rows).toEqual(keys);

@@ -9,7 +9,7 @@ import { installationShape } from '../helpers/catalog.js';
 import { MIGRATIONS } from '../helpers/migrations.js';
 import { createTurn, insertMessage, subagentMetadata, updateMessage } from '../../kandev/host.js';
 import { PACKAGE_VERSION, quoteIdent } from '#sql';
-import { readInstalledCode } from '../../src/install.js';
+import { readInstalled } from '../../src/installed.js';
 import { utcTimestamp } from '../../src/timestamp.js';
 
 const db = await freshDatabase('upgrade');
@@ -71,7 +71,7 @@ describe.each(RELEASES)('from $version ($commit)', async (release) => {
     const { rows: [t] } = await db.query(`SELECT tgenabled FROM pg_trigger WHERE tgname = 'subagent_context_capture'
       AND tgrelid = '${quoteIdent(schema)}.task_session_messages'::regclass`);
     expect(t.tgenabled).toBe('A');
-    expect(await readInstalledCode(await db.connect(), schema)).toMatchObject({ version: PACKAGE_VERSION, current: true });
+    expect(await readInstalled(await db.connect(), schema)).toMatchObject({ version: PACKAGE_VERSION, current: true });
   });
 
   it('the upgraded installation has exactly the shape of a fresh install', async () => {
