@@ -115,7 +115,18 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   recent record;
+  written bigint;
 BEGIN
+  -- Nothing that may be a subagent call written since `lo` (right after the CLI's complete comparison):
+  -- nothing to compare. One probe of health's index, where the comparison's own plan on Citus is a
+  -- statement on every shard several times its length.
+  EXECUTE $q$
+    SELECT count(*) FROM (SELECT 1 FROM @extschema@.task_session_messages AS m
+                           WHERE m.created_at >= $1 AND @extschema@.subagent_may_qualify(m.metadata) LIMIT 1) AS w
+  $q$ INTO written USING coalesce(lo, since);
+  IF written = 0 THEN
+    RETURN;
+  END IF;
   SELECT array_agg(c.kind) AS kinds, array_agg(c.task_session_id) AS sessions, array_agg(c.tool_call_id) AS calls,
          array_agg(c.message_created_at) AS instants
     INTO recent
