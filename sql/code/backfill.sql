@@ -29,27 +29,27 @@ END
 $$;
 
 -- Stores the rows derived from the messages that pass a filter, newest message per (session, tool call),
--- for keys that have no row yet under any execution id; returns how many it stored. The filter: messages
--- created in [lo, hi), or, when `keys` is given (session || E'\x1f' || tool call), the messages of those
--- keys created at the given instants (where a comparison saw them: repair). One statement, whose rows are
--- inserted at its end (after the sort that picks the newest message), so a capture of one of them waits
--- only for that insert and the commit; Citus runs it on each shard where the data is.
--- Internal; the primitive of the backfill and of repair.
-CREATE FUNCTION @extschema@.subagent_context_store_history(
-  lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[])
-RETURNS bigint
+-- for keys that have no row yet under any execution id; returns how many it stored, and their keys
+-- (session || E'\x1f' || tool call: repair forgets them without looking them up again). The filter: messages
+-- created in [lo, hi), or, when `keys` is given, the messages of those keys created at the given instants
+-- (where a comparison saw them: repair). One statement, whose rows are inserted at its end (after the sort
+-- that picks the newest message), so a capture of one of them waits only for that insert and the commit;
+-- Citus runs it on each shard where the data is. Internal; the primitive of the backfill and of repair.
+CREATE FUNCTION @extschema@.subagent_context_store_history_keys(
+  lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[],
+  OUT stored bigint, OUT stored_keys text[])
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '100ms'  -- see subagent_context_store_history_waiting()
 SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
 SET jit = off
 AS $$
-DECLARE
-  stored bigint;
 BEGIN
   PERFORM @extschema@.subagent_context_bound_worker_waits();
-  -- EXECUTE: planned for these bounds (a window reads only its part of health's index).
+  -- EXECUTE: planned for these bounds (a window reads only its part of health's index). The keys come back
+  -- from the insert itself (on Citus with the rows it inserted on each shard), at no further statement.
   EXECUTE $q$
+    WITH inserted AS (
     INSERT INTO @extschema@.task_session_subagents (id, source,
       task_session_id, task_id, turn_id, tool_call_id, agent_execution_id, parent_tool_call_id,
       subagent_type, description, agent_id, child_session_id, model, agent_status, tool_status,
@@ -84,9 +84,21 @@ BEGIN
        AND octet_length(h.session) + octet_length((h.d).agent_execution_id) + octet_length((h.d).tool_call_id) <= 2600
        AND octet_length((h.d).task_id) <= 2600
     ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO NOTHING
-  $q$ USING lo, hi, sessions, keys, instants, clock_timestamp() AT TIME ZONE 'UTC';
-  GET DIAGNOSTICS stored = ROW_COUNT;
-  RETURN stored;
+    RETURNING task_session_id || E'\x1f' || tool_call_id AS key)
+    SELECT count(*), array_agg(i.key) FROM inserted AS i
+  $q$ INTO stored, stored_keys USING lo, hi, sessions, keys, instants, clock_timestamp() AT TIME ZONE 'UTC';
+END
+$$;
+
+-- subagent_context_store_history_keys() for a caller that needs only how many it stored. Internal.
+CREATE FUNCTION @extschema@.subagent_context_store_history(
+  lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[])
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RETURN (SELECT s.stored FROM @extschema@.subagent_context_store_history_keys(lo, hi, sessions, keys, instants) AS s);
 END
 $$;
 
@@ -99,11 +111,11 @@ $$;
 -- (repair: a skipped key stays recorded for the next run), or the call fails naming the holders ('fail':
 -- the backfill, whose step rolls back and resumes on the next run). Halving and keeping the halves that
 -- went through, then pausing for a held key, would hold those halves' rows through every pause: a live
--- frame of one of them then failed (55P03) and the row kept the older snapshot. Returns rows stored and
--- keys left.
+-- frame of one of them then failed (55P03) and the row kept the older snapshot. Returns rows stored, keys
+-- left, and the keys stored (subagent_context_store_history_keys()).
 CREATE FUNCTION @extschema@.subagent_context_store_history_waiting(
   lo timestamp, hi timestamp, sessions text[], keys text[], instants timestamp[], when_held text,
-  OUT stored bigint, OUT held bigint)
+  OUT stored bigint, OUT held bigint, OUT stored_keys text[])
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -117,7 +129,8 @@ BEGIN
       PERFORM pg_sleep(0.2 * try);
     END IF;
     BEGIN
-      stored := @extschema@.subagent_context_store_history(lo, hi, sessions, keys, instants);
+      SELECT s.stored, s.stored_keys INTO stored, stored_keys
+        FROM @extschema@.subagent_context_store_history_keys(lo, hi, sessions, keys, instants) AS s;
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
       NULL;
@@ -152,7 +165,8 @@ BEGIN
   stored := 0;
   IF free.keys IS NOT NULL THEN
     BEGIN
-      stored := @extschema@.subagent_context_store_history(NULL, NULL, free.sessions, free.keys, free.instants);
+      SELECT s.stored, s.stored_keys INTO stored, stored_keys
+        FROM @extschema@.subagent_context_store_history_keys(NULL, NULL, free.sessions, free.keys, free.instants) AS s;
     EXCEPTION WHEN lock_not_available THEN
       -- Another row was taken meanwhile: the backfill's step fails (and resumes on the next run); repair
       -- leaves the whole batch recorded for its next run.

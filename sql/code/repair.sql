@@ -57,15 +57,23 @@ DECLARE
   dense boolean;
   got record;
 BEGIN
+  -- On Citus each statement of the batch runs on one connection to each worker, the one Citus keeps open
+  -- between transactions, for the rest of this transaction. A batch's statements are small, and each new
+  -- connection of a wider pool is a backend that starts cold: with it, a comparison with nothing to
+  -- compare took 190 ms, without it 86 (a loaded machine). Rows are still inserted at the store's end.
+  IF @extschema@.subagent_context_topology() = 'citus' THEN
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+  END IF;
   IF before_created_at IS NULL THEN
     PERFORM count(*)
        FROM @extschema@.subagent_context_compare_recent(
               since, (SELECT r.compared_through FROM @extschema@.subagent_context_reconciled(since) AS r));
   ELSE
-    -- The keys the batch before this one stored leave the record first (the `batch` recorded keys nearest
-    -- above the cursor: that batch's, whichever are still recorded), before this batch stores anything:
-    -- checking them costs a lookup of every key (on Citus a statement on every shard), and done after the
-    -- store it would hold this batch's rows that much longer (docs/reliability.md#repair).
+    -- The keys the batch before this one did not store are checked first (the `batch` recorded keys
+    -- nearest above the cursor: that batch's still recorded, the keys it stored having left with their
+    -- rows), before this batch stores anything: checking costs a lookup of every key (on Citus a statement
+    -- on every shard), and done after the store it would hold this batch's rows that much longer
+    -- (docs/reliability.md#repair). Usually there is none, and no lookup.
     SELECT array_agg(w.task_session_id) AS sessions, array_agg(w.tool_call_id) AS calls, array_agg(w.message_created_at) AS instants
       INTO walked
       FROM (SELECT m.task_session_id, m.tool_call_id, m.message_created_at
@@ -94,8 +102,7 @@ BEGIN
            -- keys of its last instant that the cursor then skipped, never stored.
            ORDER BY m.message_created_at DESC, 3 DESC
            LIMIT batch) AS k;
-  -- One more call after the last batch, which has nothing to store: it checks that batch's keys.
-  more := keys.n > 0;
+  more := keys.n = batch;
   IF keys.n = 0 THEN
     repaired := 0; held := 0; pending := CASE WHEN before_created_at IS NULL THEN 0 END;
     RETURN;
@@ -121,10 +128,25 @@ BEGIN
   ELSE
     SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
   END IF;
-  -- The last statement before the commit: the rows it stores are held for no longer than it takes. Its
-  -- keys leave the record at the next call.
+  -- The keys it stored leave the record with their rows, in this transaction: the store returns them, so
+  -- no key is looked up again (on Citus that lookup was a statement on every shard, as long as the store's
+  -- own look for an existing row). A local write by the record's unique index, the only statement after
+  -- the store: the rows it stored are held for little longer than the store takes.
+  DELETE FROM @extschema@.subagent_context_missing_keys AS k
+   USING unnest(got.stored_keys) AS u(key)
+   WHERE k.capture_since = since
+     AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)  -- the unique index
+     AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key;
   repaired := got.stored;
   held := got.held;
+  -- A key of the batch not stored (held, a row that exists, a message gone) stays recorded: one more call
+  -- checks it, as the next batch's first step. A span may store other keys too, so there it is looked for.
+  IF got.stored < keys.n OR got.held > 0 THEN
+    more := true;
+  ELSIF dense AND NOT more THEN
+    more := EXISTS (SELECT 1 FROM unnest(keys.keys) AS b(key) LEFT JOIN unnest(got.stored_keys) AS u(key) ON u.key = b.key
+                     WHERE u.key IS NULL);
+  END IF;
 END
 $$;
 
