@@ -79,7 +79,7 @@ AS $$ SELECT coalesce(@extschema@.subagent_context_text_field(doc, 'agent_execut
 
 -- The shape of a derived row: the columns of task_session_subagents that derivation decides (id and
 -- source are the writer's). Named once so derivation and history share it; the two INSERTs (code/capture.sql,
--- code/backfill.sql) take it whole (d.*), naming their target columns in this order.
+-- code/history.sql) take it whole (d.*), naming their target columns in this order.
 CREATE TYPE @extschema@.subagent_context_row AS (
   task_session_id text, task_id text, turn_id text, tool_call_id text, agent_execution_id text,
   parent_tool_call_id text, subagent_type text, description text, agent_id text,
