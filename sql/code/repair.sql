@@ -56,6 +56,9 @@ DECLARE
   walked record;
   dense boolean;
   got record;
+  taken @extschema@.subagent_context_missing_keys[];  -- the batch's recorded keys, out of the record during its store
+  unstored text[];
+  extra text[];
 BEGIN
   -- On Citus each statement of the batch runs on one connection to each worker, the one Citus keeps open
   -- between transactions, for the rest of this transaction. A batch's statements are small, and each new
@@ -122,30 +125,46 @@ BEGIN
      WHERE m.capture_since = since AND m.message_created_at <= next_created_at
        AND (m.message_created_at, m.task_session_id || E'\x1f' || m.tool_call_id) < (next_created_at, next_key);
   END IF;
+  -- The batch's keys leave the record before the store, and the store returns the keys it stored, so no
+  -- key is looked up again (on Citus that lookup was a statement on every shard). Before, not after: from
+  -- the store's first insert to the commit a capture of a row it stored waits for this transaction, so the
+  -- store is the last statement when every key was stored, as usual (docs/reliability.md#repair).
+  WITH gone AS (
+    DELETE FROM @extschema@.subagent_context_missing_keys AS k
+     USING unnest(keys.keys) AS u(key)
+     WHERE k.capture_since = since
+       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)  -- the unique index
+       AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key
+    RETURNING k AS taken_row)
+  SELECT array_agg(g.taken_row) INTO taken FROM gone AS g;
   IF dense THEN
     SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(
       keys.instants[keys.n], keys.instants[1] + interval '1 microsecond', NULL, NULL, NULL, 'skip');
   ELSE
     SELECT * INTO got FROM @extschema@.subagent_context_store_history_waiting(NULL, NULL, keys.sessions, keys.keys, keys.instants, 'skip');
   END IF;
-  -- The keys it stored leave the record with their rows, in this transaction: the store returns them, so
-  -- no key is looked up again (on Citus that lookup was a statement on every shard, as long as the store's
-  -- own look for an existing row). A local write by the record's unique index, the only statement after
-  -- the store: the rows it stored are held for little longer than the store takes.
-  DELETE FROM @extschema@.subagent_context_missing_keys AS k
-   USING unnest(got.stored_keys) AS u(key)
-   WHERE k.capture_since = since
-     AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)  -- the unique index
-     AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key;
+  -- Computed in memory: a key of the batch it did not store (held, a row that exists, a message gone) goes
+  -- back to the record; a key of the span it stored beyond the batch leaves it. Rare, and local writes.
+  unstored := ARRAY(SELECT b.key FROM unnest(keys.keys) AS b(key) EXCEPT SELECT u.key FROM unnest(got.stored_keys) AS u(key));
+  extra := ARRAY(SELECT u.key FROM unnest(got.stored_keys) AS u(key) EXCEPT SELECT b.key FROM unnest(keys.keys) AS b(key));
+  IF cardinality(unstored) > 0 THEN
+    INSERT INTO @extschema@.subagent_context_missing_keys
+    SELECT t.* FROM unnest(taken) AS t WHERE t.task_session_id || E'\x1f' || t.tool_call_id = ANY (unstored)
+    ON CONFLICT DO NOTHING;
+  END IF;
+  IF cardinality(extra) > 0 THEN
+    DELETE FROM @extschema@.subagent_context_missing_keys AS k
+     USING unnest(extra) AS u(key)
+     WHERE k.capture_since = since
+       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)
+       AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key;
+  END IF;
   repaired := got.stored;
   held := got.held;
-  -- A key of the batch not stored (held, a row that exists, a message gone) stays recorded: one more call
-  -- checks it, as the next batch's first step. A span may store other keys too, so there it is looked for.
-  IF got.stored < keys.n OR got.held > 0 THEN
+  -- A key of the batch not stored (back in the record): one more call checks it, as the next batch's first
+  -- step.
+  IF cardinality(unstored) > 0 OR got.held > 0 THEN
     more := true;
-  ELSIF dense AND NOT more THEN
-    more := EXISTS (SELECT 1 FROM unnest(keys.keys) AS b(key) LEFT JOIN unnest(got.stored_keys) AS u(key) ON u.key = b.key
-                     WHERE u.key IS NULL);
   END IF;
 END
 $$;
