@@ -5,8 +5,10 @@ import { MANIFEST, sqlStatements } from './loader.js';
 
 /** @typedef {import('./loader.js').Select} Select */
 
-/** Is the schema's task_session_messages a partitioned table? */
-/** @param {Select} select @param {string} schema @returns {Promise<boolean>} */
+/**
+ * Is the schema's task_session_messages a partitioned table?
+ * @param {Select} select @param {string} schema @returns {Promise<boolean>}
+ */
 export async function messagesPartitioned(select, schema) {
   const rows = await select(
     `SELECT c.relkind = 'p' AS partitioned FROM pg_class AS c
@@ -19,8 +21,8 @@ export async function messagesPartitioned(select, schema) {
  * transaction. `select(text, values)` reads the catalog now (node-pg-migrate's pgm.db.select, or a pg
  * client wrapped): on a partitioned table, indexes/message-index-partitioned.sql's second statement is a query
  * whose rows are the per-partition builds that go between its first and third.
+ * @param {Select} select @param {string} schema @returns {Promise<string[]>}
  */
-/** @param {Select} select @param {string} schema @returns {Promise<string[]>} */
 export async function healthIndexStatements(select, schema) {
   if (!(await messagesPartitioned(select, schema))) return MANIFEST.index.flatMap((f) => sqlStatements(f, schema));
   const steps = MANIFEST['index-partitioned'].flatMap((f) => sqlStatements(f, schema));

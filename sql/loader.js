@@ -72,8 +72,8 @@ export const COUNTERS = ['attempted', 'skipped_no_identity', 'persisted', 'faile
  * of a kind. The definition: the SQL files spell it out where an expression must stand alone (the
  * trigger's WHEN clause, health's index predicate, subagent_context_may_qualify()), and test/host/prefilter.test.ts
  * holds every spelling to this one.
+ * @param {string} text @returns {string}
  */
-/** @param {string} text @returns {string} */
 export function MAY_QUALIFY(text) {
   return `strpos(${text}, 'subagent_task') > 0`;
 }
@@ -105,8 +105,10 @@ export function quoteIdent(name) {
   return '"' + String(name).replaceAll('"', '""') + '"';
 }
 
-/** A string as an SQL literal (only for values this package computes: versions, digests, lock modes). */
-/** @param {string} value */
+/**
+ * A string as an SQL literal (only for values this package computes: versions, digests, lock modes).
+ * @param {string} value
+ */
 function literal(value) {
   return `'${String(value).replaceAll("'", "''")}'`;
 }
@@ -141,8 +143,6 @@ export function sqlStatements(file, schema) {
  * A manifest section as the statements of one transaction, the search_path pinned first, `skip` left out
  * and `extra` after. Every statement goes alone: Citus forwards some DDL's whole query string to its
  * workers, where more than one command fails.
- */
-/**
  * @param {string} schema @param {keyof typeof MANIFEST} section
  * @param {{ skip?: (file: string) => boolean, extra?: string[] }} [opts]
  * @returns {string[]}
@@ -156,8 +156,8 @@ function transaction(schema, section, { skip = () => false, extra = [] } = {}) {
  * Install or upgrade, as the statements of one transaction: the data layer (each file brings an earlier
  * release's objects to this shape), then, when `code` is true, the code layer and the record of what it
  * installed (subagent_context_installation()).
+ * @param {string} schema @param {{ code?: boolean }} [opts] @returns {string[]}
  */
-/** @param {string} schema @param {{ code?: boolean }} [opts] @returns {string[]} */
 export function installStatements(schema, { code = true } = {}) {
   const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
   // Last: an installation whose activation would refuse (code/meta-writable.sql) is not installed either.
@@ -170,8 +170,6 @@ export function installStatements(schema, { code = true } = {}) {
  * through a transaction-local setting: { lock, bookkeeping, expected, schema, holdIndexBuilds }. One string.
  * It reads the session's schema (node-pg-migrate's --schema) before it pins the search_path, which it does
  * before anything else runs, node-pg-migrate's own statements of the transaction included.
- */
-/**
  * @param {string} schema
  * @param {{ lock: string, bookkeeping?: string | null, expected?: number | null, schema?: string | null, holdIndexBuilds?: boolean }} given
  * @returns {string}
@@ -184,20 +182,26 @@ ${PIN_SEARCH_PATH};
 ${sqlFile('guards/migration-guard.sql', schema)}`;
 }
 
-/** Deactivation (the activation keys and an unfinished backfill's position go), as its statements. */
-/** @param {string} schema @returns {string[]} */
+/**
+ * Deactivation (the activation keys and an unfinished backfill's position go), as its statements.
+ * @param {string} schema @returns {string[]}
+ */
 export function deactivateStatements(schema) {
   return MANIFEST.deactivate.flatMap((f) => splitStatements(sqlFile(f, schema)));
 }
 
-/** Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays). */
-/** @param {string} schema @returns {string[]} */
+/**
+ * Uninstall, as the statements of one transaction: the trigger and what is not data, then the code (the data stays).
+ * @param {string} schema @returns {string[]}
+ */
 export function uninstallStatements(schema) {
   return transaction(schema, 'uninstall');
 }
 
-/** `uninstall --drop-data`, after the uninstall: the derived rows and the failure log, each statement alone. */
-/** @param {string} schema @returns {string[]} */
+/**
+ * `uninstall --drop-data`, after the uninstall: the derived rows and the failure log, each statement alone.
+ * @param {string} schema @returns {string[]}
+ */
 export function dropDataStatements(schema) {
   return MANIFEST['drop-data'].flatMap((f) => sqlStatements(f, schema));
 }
@@ -230,8 +234,8 @@ export async function installedCode(select, schema) {
  * The schema a node-pg-migrate run targets: `given` (what `subagent-context up` says), else
  * current_schema(), node-pg-migrate setting search_path to its --schema. Refuses, naming what is
  * missing, when the schema or kandev's tables are absent.
+ * @param {MigrationBuilderLike} pgm @param {string} [given] @returns {Promise<string>}
  */
-/** @param {MigrationBuilderLike} pgm @param {string} [given] @returns {Promise<string>} */
 export async function targetSchema(pgm, given) {
   const [{ schema, path }] = given ? [{ schema: given, path: null }] : await pgm.db.select(
     `SELECT pg_catalog.current_schema() AS schema, pg_catalog.current_setting('search_path') AS path`);

@@ -39,8 +39,6 @@ const ownCommand = /(^|[\\/])node-pg-migrate(\.[cm]?[jt]s)?$/.test(process.argv[
  * Where this migration installs and what its transactions start and end with: `guard(opts)` renders
  * sql/guards/migration-guard.sql; `after` is the statement that ends each transaction (plain node-pg-migrate's
  * own command: RESET search_path), or null.
- */
-/**
  * @param {MigrationBuilder} pgm @param {'up' | 'down'} direction @param {CliRun | null} run
  * @returns {Promise<Step>}
  * @typedef {object} Step one migration's transaction, as prepare() sets it up
@@ -74,8 +72,10 @@ async function prepare(pgm, direction, run) {
   return { run, schema, guard, select: select(pgm, run), after: ownCommand && !run ? 'RESET search_path' : null };
 }
 
-/** One transaction of a migration: the guard first, then `statements`, then what ends it (if anything). */
-/** @param {MigrationBuilder} pgm @param {Step} step @param {string[]} statements */
+/**
+ * One transaction of a migration: the guard first, then `statements`, then what ends it (if anything).
+ * @param {MigrationBuilder} pgm @param {Step} step @param {string[]} statements
+ */
 const queue = (pgm, { guard, after }, statements) => {
   pgm.sql(guard());
   for (const statement of statements) pgm.sql(statement);
@@ -89,8 +89,8 @@ const queue = (pgm, { guard, after }, statements) => {
  * the session's schema: so the read goes in one string with the pin before it and the search_path put
  * back after it, the values written in as literals (a string is one implicit transaction, or part of
  * node-pg-migrate's).
+ * @param {MigrationBuilder} pgm @param {CliRun | null} run @returns {import('../../sql/loader.js').Select}
  */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} run @returns {import('../../sql/loader.js').Select} */
 const select = (pgm, run) => async (text, values = []) => {
   if (run) return pgm.db.select(text, values);
   const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, /** @type {string} */ n) => stringLiteral(values[Number(n) - 1]));
@@ -102,8 +102,10 @@ SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent
   return /** @type {import('pg').QueryResult} */ (results[2]).rows;
 };
 
-/** A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled). */
-/** @param {unknown} value */
+/**
+ * A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled).
+ * @param {unknown} value
+ */
 function stringLiteral(value) {
   if (typeof value !== 'string') throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof value}`);
   return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
@@ -113,12 +115,14 @@ function stringLiteral(value) {
  * A statement that runs alone, outside a transaction block: a DO block gets the pin in front, in the same
  * string (one implicit transaction); what cannot run in one (CREATE INDEX CONCURRENTLY, CALL) names only
  * pg_catalog and our schema, by hand.
+ * @param {string} statement
  */
-/** @param {string} statement */
 const alone = (statement) => (/^(\s*--[^\n]*\n)*\s*DO\b/.test(statement) ? `${PIN_SEARCH_PATH};\n${statement}` : statement);
 
-/** First install: the data layer (created or adopted), then the code layer. One transaction. */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
+/**
+ * First install: the data layer (created or adopted), then the code layer. One transaction.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
+ */
 export async function install(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   queue(pgm, step, installStatements(step.schema));
@@ -128,8 +132,8 @@ export async function install(pgm, run = null) {
  * Upgrade in place: the data layer again (each file brings an earlier release's objects to this shape),
  * then the code layer when the installed one is not this package's (or was built for another server
  * major). One transaction: a failure changes nothing.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
  */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function upgrade(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   const code = await installedCode(step.select, step.schema);
@@ -143,8 +147,8 @@ export async function upgrade(pgm, run = null) {
  * what it stored and show progress. The guard goes in one transaction with the index's first step, and,
  * for the CLI, again in a transaction left open for node-pg-migrate's record of this migration (the
  * CLI's next statement commits it): another run cannot have built, or recorded, it meanwhile.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
  */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function activate(pgm, run = null) {
   const step = await prepare(pgm, 'up', run);
   const { schema, guard, after } = step;
@@ -174,8 +178,10 @@ $reconcile$`);
   if (after) pgm.sql(after);
 }
 
-/** Uninstall: the code layer, the counters, health's index and the activation keys; the data stays. */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
+/**
+ * Uninstall: the code layer, the counters, health's index and the activation keys; the data stays.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
+ */
 export async function uninstall(pgm, run = null) {
   const step = await prepare(pgm, 'down', run);
   queue(pgm, step, uninstallStatements(step.schema));
@@ -186,8 +192,8 @@ export async function uninstall(pgm, run = null) {
  * leaves them to the last transaction, which removes them with the trigger (uninstallStatements runs
  * uninstall/deactivate.sql): an uninstall stopped part-way (a lock it could not take, Ctrl-C) leaves capture
  * installed and activated as it was, never deactivated with its trigger still firing.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
  */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function deactivate(pgm, run = null) {
   const step = await prepare(pgm, 'down', run);
   queue(pgm, step, step.run ? [] : deactivateStatements(step.schema));
@@ -196,8 +202,8 @@ export async function deactivate(pgm, run = null) {
 /**
  * A later release's half of a pair whose going down is done by the first release's migrations: only
  * the guard, for node-pg-migrate's record of it.
+ * @param {MigrationBuilder} pgm @param {CliRun | null} [run]
  */
-/** @param {MigrationBuilder} pgm @param {CliRun | null} [run] */
 export async function nothing(pgm, run = null) {
   const { guard, after } = await prepare(pgm, 'down', run);
   pgm.sql(guard());

@@ -152,13 +152,15 @@ export async function inventory(client: pg.ClientBase, schema: string): Promise<
 }
 
 /**
- * The functions and the row type of any release here, by sql/data/ours.sql's rule: applied first in a
- * transaction rolled back, as an installation of an earlier release has no such function (and what is
- * left after an uninstall has none either). The rule itself is not counted.
+ * The functions and the row type of any release here, by sql/data/ours.sql's rule, in a transaction rolled
+ * back: where the rule is not installed (an earlier release's installation, or what an uninstall left) it
+ * is applied there first. The rule itself is not counted.
  */
 async function ourCode(client: pg.ClientBase, schema: string): Promise<Pick<Inventory, 'functions' | 'types'>> {
   return inTransaction(client, async () => {
-    for (const statement of sqlStatements('data/ours.sql', schema)) await client.query(statement);
+    const { rows: [{ present }] } = await client.query(
+      SQL`SELECT to_regprocedure(format('%I.subagent_context_ours()', ${schema}::text)) IS NOT NULL AS present`);
+    if (!present) for (const statement of sqlStatements('data/ours.sql', schema)) await client.query(statement);
     const { rows } = await client.query<{ kind: string; name: string }>(
       `SELECT o.kind, CASE o.kind WHEN 'TYPE' THEN o.name::text
                       ELSE pg_catalog.format('%s(%s)', o.name, pg_catalog.pg_get_function_identity_arguments(o.oid)) END AS name
