@@ -257,6 +257,30 @@ export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, s
   return inTransaction(client, step, { settings: { client_connection_check_interval: '1s', ...settings } });
 }
 
+/**
+ * inStep for a step that stores rows a capture may have to wait for (a backfill window, a repair batch, a
+ * replay): its one statement (`text`, `values` as $1, $2, ...) is sent with BEGIN, the settings and COMMIT in
+ * one simple query, so the server commits the moment the statement ends. Sent as separate round trips, the
+ * COMMIT waited for this process to read the result and answer; on a loaded machine that wait alone can hold
+ * a stored row past capture's 200 ms (docs/reliability.md#repair). The values go in as quoted literals
+ * (pg's escapeLiteral), since a simple query takes no parameters. Returns the statement's rows.
+ */
+export async function stepInOneTrip<R extends pg.QueryResultRow>(client: pg.ClientBase, text: string, values: unknown[] = [],
+  settings: Record<string, string> = {}): Promise<R[]> {
+  const literal = (v: unknown) => v === null || v === undefined ? 'NULL' : client.escapeLiteral(String(v));
+  const statement = text.replace(/\$(\d+)\b/g, (_, n: string) => literal(values[Number(n) - 1]));
+  const all = Object.entries({ client_connection_check_interval: '1s', ...settings });
+  const set = `SELECT ${all.map(([k, v]) => `set_config(${literal(k)}, ${literal(v)}, true)`).join(', ')}`;
+  try {
+    const results = await client.query(`BEGIN; ${set}; ${statement}; COMMIT`) as unknown as pg.QueryResult<R>[];
+    return results[2].rows;
+  } catch (err) {
+    // The statement failed (or was cancelled): the server skipped the COMMIT, the transaction is aborted.
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
 /** What a read-only server (a standby, or default_transaction_read_only) allows: one sentence, for every command. */
 export const READ_ONLY_SENTENCE = 'this server is read-only (a standby, or default_transaction_read_only is on): ' +
   'health, report and metrics read and work here; up, backfill, repair and uninstall write, so run them against the primary.';

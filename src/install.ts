@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { pathToFileURL } from 'node:url';
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from './paths.js';
-import { assertSchemaExists, inStep, inTransaction } from './db.js';
+import { assertSchemaExists, inTransaction, stepInOneTrip } from './db.js';
 import { UserError } from './errors.js';
 import { installStatements, quoteIdent } from '#sql';
 import { readInstalled } from './installed.js';
@@ -143,7 +143,7 @@ export async function backfill(client: pg.Client, schema: string, opts: Backfill
     `SELECT coalesce((SELECT inserted FROM ${progressTable}), 0)::float8 AS before`)).rows[0].before) : 0;
   try {
     for (;;) {
-      const { rows: [row] } = await inStep(client, () => client.query<BackfillStep>(step));
+      const [row] = await stepInOneTrip<BackfillStep>(client, step);
       if (row.more) {
         progress?.update(row.scanned, Math.max(total ?? 0, row.scanned));
         continue;

@@ -29,8 +29,32 @@ BEGIN
 END
 $$;
 
+-- What was written since the last reconciliation and is missing, recorded: the comparison repair's first
+-- batch starts with. Internal (subagent_context_repair(); the CLI runs it as the last step of its
+-- comparison, before its first batch).
+CREATE FUNCTION @extschema@.subagent_context_repair_compare()
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+  since timestamp := @extschema@.subagent_context_repairable();
+BEGIN
+  -- On one connection per worker, as the batches after it (subagent_context_repair()): the one Citus keeps.
+  IF @extschema@.subagent_context_topology() = 'citus' THEN
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+  END IF;
+  PERFORM count(*)
+     FROM @extschema@.subagent_context_compare_recent(
+            since, (SELECT r.compared_through FROM @extschema@.subagent_context_reconciled(since) AS r));
+END
+$$;
+
 -- One batch of missing keys, newest message first, after the cursor (NULLs: from the newest; the first
--- call also records what was written since the last reconciliation and is missing): each key's row
+-- call also records what was written since the last reconciliation and is missing, unless `compare_first`
+-- is false: the caller ran subagent_context_repair_compare() just before): each key's row
 -- derived from its newest qualifying message (the backfill's derivation, source 'backfill'), unless the
 -- key has a row under any execution id.
 -- Where the batch's keys are most of the candidate messages of the span of time they cover (a large gap),
@@ -40,7 +64,7 @@ $$;
 -- only, NULL after it: counting on every call would read the record once per batch): the recorded keys
 -- after this batch; the cursor of the next batch; more: there may be one.
 CREATE FUNCTION @extschema@.subagent_context_repair(
-  before_created_at timestamp DEFAULT NULL, before_key text DEFAULT NULL,
+  before_created_at timestamp DEFAULT NULL, before_key text DEFAULT NULL, compare_first boolean DEFAULT true,
   OUT repaired bigint, OUT held bigint, OUT pending bigint, OUT next_created_at timestamp, OUT next_key text,
   OUT more boolean)
 LANGUAGE plpgsql VOLATILE
@@ -68,9 +92,9 @@ BEGIN
     PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
   END IF;
   IF before_created_at IS NULL THEN
-    PERFORM count(*)
-       FROM @extschema@.subagent_context_compare_recent(
-              since, (SELECT r.compared_through FROM @extschema@.subagent_context_reconciled(since) AS r));
+    IF compare_first THEN
+      PERFORM @extschema@.subagent_context_repair_compare();
+    END IF;
   ELSE
     -- The keys the batch before this one did not store are checked first (the `batch` recorded keys
     -- nearest above the cursor: that batch's still recorded, the keys it stored having left with their

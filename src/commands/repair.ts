@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Command } from './types.js';
-import { assertWritable, inStep, withClient } from '../db.js';
+import { assertWritable, inStep, stepInOneTrip, withClient } from '../db.js';
 import { cancelOnInterrupt } from '../interrupt.js';
 import { quoteIdent } from '#sql';
 import { readHealth } from '../health.js';
@@ -151,6 +151,10 @@ function summary(done: Done, shortfall: number, uncompared: number): string {
 }
 
 
+// A batch's or a replay's commit does not wait for the WAL flush, which it would do holding the rows it
+// stored: a crash loses only the last batches, whose keys (or failures) stay recorded for the next run.
+const ASYNC_COMMIT = { synchronous_commit: 'off' };
+
 /** Failed captures replayed, then missing keys stored, batch after batch (each its own transaction), counting into `done`. */
 async function repair(client: pg.Client, schema: string, done: Done, stream?: NodeJS.WriteStream): Promise<void> {
   const s = quoteIdent(schema);
@@ -162,8 +166,8 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
     const { rows: page } = await client.query(
       `SELECT id::text, task_session_id, occurred_at::text FROM ${s}.subagent_context_failures_to_replay($1::timestamp, $2::bigint, 500)`, cursor);
     for (const f of page) {
-      const { rows: [r] } = await inStep(client, () => client.query(
-        `SELECT outcome FROM ${s}.subagent_context_replay_failure($1::bigint, $2::text)`, [f.id, f.task_session_id]));
+      const [r] = await stepInOneTrip<{ outcome: string }>(client,
+        `SELECT outcome FROM ${s}.subagent_context_replay_failure($1::bigint, $2::text)`, [f.id, f.task_session_id], ASYNC_COMMIT);
       if (r.outcome === 'replayed') done.replayed += 1;
       else if (r.outcome === 'classified') done.classified += 1;
       else done.unreplayed += 1;
@@ -172,15 +176,20 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
     cursor = [page.at(-1).occurred_at, page.at(-1).id];
   }
   done.seconds.replay = (performance.now() - t0) / 1000;
+  // What was written while it replayed, compared: the comparison's last step, timed with it. The first
+  // batch then does not compare again (on Citus a statement on every shard).
+  t0 = performance.now();
+  await inStep(client, () => client.query(`SELECT ${s}.subagent_context_repair_compare()`));
+  done.seconds.compare += (performance.now() - t0) / 1000;
   t0 = performance.now();
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
   cursor = [null, null];
   let total = 0;
   try {
     for (;;) {
-      const { rows: [b] } = await inStep(client, () => client.query(
+      const [b] = await stepInOneTrip(client,
         `SELECT repaired::float8 AS repaired, held::float8 AS held, pending::float8 AS pending, next_created_at::text, next_key, more
-           FROM ${s}.subagent_context_repair($1::timestamp, $2::text)`, cursor));
+           FROM ${s}.subagent_context_repair($1::timestamp, $2::text, false)`, cursor, ASYNC_COMMIT);
       done.repaired += b.repaired;
       done.held += b.held;
       if (b.pending !== null) total = done.repaired + done.held + b.pending;  // counted by the first batch only

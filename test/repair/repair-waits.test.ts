@@ -155,8 +155,14 @@ describe('kill -9 of the CLI during a long step: nothing of it runs on, nothing 
            $4::timestamp + g * interval '1 microsecond', $4::timestamp + g * interval '1 microsecond'
       FROM generate_series(1, ${N}) AS g`, [t.session, t.task, t.turn, since]);
   await loader.end();
+  // A repair batch of all of them too: a batch is sent with its COMMIT (docs/reliability.md#repair), so a
+  // short one that ends within the second before the server notices the client is gone is committed.
   await db.query(`ALTER DATABASE "${db.name}" SET subagent_context.batch_messages = ${N}`);
-  afterAll(async () => { await db.query(`ALTER DATABASE "${db.name}" RESET subagent_context.batch_messages`); });
+  await db.query(`ALTER DATABASE "${db.name}" SET subagent_context.repair_keys = ${N}`);
+  afterAll(async () => {
+    await db.query(`ALTER DATABASE "${db.name}" RESET subagent_context.batch_messages`);
+    await db.query(`ALTER DATABASE "${db.name}" RESET subagent_context.repair_keys`);
+  });
 
   /**
    * Starts the command, waits until its backend runs a statement matching `like`, kills the CLI with
