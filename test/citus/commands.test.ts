@@ -226,16 +226,22 @@ describe.skipIf(!db)('on a Citus cluster, kandev distributed on task_session_id'
         ORDER BY nodeport`)).rows.map((r) => r.result);
     expect(await seqs()).toEqual(['6', '6']);
     // The shard move above left its source copy, with the trigger, until Citus's cleaner drops it.
-    if ((await q(`SELECT count(*)::int AS n FROM pg_dist_cleanup`)).rows[0].n > 0) {
+    const pending = async () => (await q(`SELECT count(*)::int AS n FROM pg_dist_cleanup`)).rows[0].n as number;
+    if (await pending() > 0) {
       const refused = await cliRun(['uninstall']);
-      expect(refused.code).not.toBe(0);
-      expect(refused.stderr).toContain('run CALL citus_cleanup_orphaned_resources() on the coordinator, then uninstall again');
-      expect(await seqs()).toEqual(['6', '6']);  // nothing was changed
+      if (refused.code === 0 && await pending() === 0) {
+        // Citus's own cleaner (every 15 s) dropped the source between the look and the uninstall's check.
+        console.warn('citus/commands.test.ts: Citus dropped the moved shard\'s source as uninstall started; the refusal was not exercised');
+      } else {
+        expect(refused.code).not.toBe(0);
+        expect(refused.stderr).toContain('run CALL citus_cleanup_orphaned_resources() on the coordinator, then uninstall again');
+        expect(await seqs()).toEqual(['6', '6']);  // nothing was changed
+      }
     } else {
       console.warn('citus/commands.test.ts: Citus had already dropped the moved shard\'s source; the uninstall refusal was not exercised');
     }
     await q(`CALL citus_cleanup_orphaned_resources()`);
-    const u = await cliRun(['uninstall']);
+    const u = await cliRun(['uninstall']);  // or, after the race above, "nothing to uninstall"
     expect(u.stderr).toBe('');
     expect(u.code).toBe(0);
     expect(await seqs()).toEqual(['0', '0']);

@@ -11,13 +11,18 @@ import { createTurn, insertMessage } from '../../kandev/host.js';
 
 const cli = builtCli();
 
-/** Four kandev writers, each with statement_timeout = '3s', writing until stopped; their worst latency. */
+/**
+ * Four kandev writers writing until stopped: their worst latency, and how many writes failed. Each waits at
+ * most 1.5 s for a lock (lock_timeout, measured by the server: a loaded machine's delays in this process or
+ * in getting the CPU do not count) and 3 s in all, so `failed` 0 says no write was queued behind our lock
+ * request longer than about a second, whatever else the machine runs.
+ */
 async function writers(db: Awaited<ReturnType<typeof freshDatabase>>, key: string) {
   const t = await createTurn(db.pool, 'public', key);
   const clients: pg.Client[] = [];
   for (let i = 0; i < 4; i++) {
     const c = await db.connect();
-    await c.query(`SET statement_timeout = '3s'`);
+    await c.query(`SET statement_timeout = '3s'; SET lock_timeout = '1500ms'`);
     clients.push(c);
   }
   let stop = false;
@@ -60,7 +65,7 @@ describe('`up` with a writer idle in its transaction', async () => {
     expect(r.stderr).toMatch(/nothing was changed/);
     expect(seen.failed).toBe(0);
     expect(seen.writes).toBeGreaterThan(20);
-    expect(seen.worst).toBeLessThan(1600);
+    expect(seen.worst).toBeLessThan(3000);  // the wall clock, with a loaded machine's slack: not the 10 s and more it was
     expect((await db.query(`SELECT to_regclass('public.task_session_subagents') AS t`)).rows[0].t).toBeNull();
 
     await idle.query('COMMIT');
@@ -84,7 +89,7 @@ describe('`uninstall` with a reader idle in its transaction', async () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`held by a long transaction \\(pid ${pid} \\(postgres for [0-9:]+, idle in transaction: SELECT count`));
     expect(seen.failed).toBe(0);
-    expect(seen.worst).toBeLessThan(1600);
+    expect(seen.worst).toBeLessThan(3000);  // the wall clock, with a loaded machine's slack: not the 10 s and more it was
     expect((await db.query(`SELECT count(*)::int AS n FROM pg_trigger WHERE tgname = 'subagent_context_capture'`)).rows[0].n).toBe(1);
 
     await idle.query('COMMIT');

@@ -69,7 +69,9 @@ describe('metrics --listen under load', () => {
   });
 
   it('reuses an answer for --cache-seconds, then reads the database again', async () => {
-    const { child, url } = await exporter(['--cache-seconds', '2']);
+    // 5 s: a loaded machine may take a second or two between the two scrapes, and the second must still
+    // fall within the cache time.
+    const { child, url } = await exporter(['--cache-seconds', '5']);
     const first = await scrape(url);
     expect(valueOf(first, 'subagent_context_trigger_enabled')).toBe(1);
     await db.query('ALTER TABLE task_session_messages DISABLE TRIGGER subagent_context_capture');
@@ -78,7 +80,7 @@ describe('metrics --listen under load', () => {
       const again = await scrape(url);
       expect(Date.now() - started).toBeLessThan(2000);
       expect(ageless(again), 'within the cache time: the same answer, but its age').toBe(ageless(first));
-      await new Promise((r) => setTimeout(r, 2100));
+      await new Promise((r) => setTimeout(r, 5100));
       expect(valueOf(await scrape(url), 'subagent_context_trigger_enabled'), 'after it: read afresh').toBe(0);
     } finally {
       await db.query('ALTER TABLE task_session_messages ENABLE TRIGGER subagent_context_capture');
@@ -96,7 +98,7 @@ describe('metrics --listen under load', () => {
       expect(upOf(text)).toBe(0);
       expect(text).toMatch(/^# scrape error: the database answered, but health took longer than 1 s \(--timeout-seconds\) and was cancelled by statement_timeout; held up by pid \d+ /m);
       expect(took).toBeGreaterThanOrEqual(900);
-      expect(took).toBeLessThan(2500);
+      expect(took).toBeLessThan(4000);  // about the timeout, with a loaded machine's slack: never the lock's holding
       await until('nothing of ours left running', async () => (await exporterQueries()) === 0, 2000);
     } finally {
       await release();
