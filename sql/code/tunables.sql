@@ -33,18 +33,19 @@ AS $$ SELECT make_interval(mins => @extschema@.subagent_context_setting('reconci
 
 -- Keys per repair batch (0.5.0): every row a batch stores is held from its insert to the batch's commit, so
 -- a live frame of one of them waits that long; a few hundred keys insert and commit well within capture's
--- own 200 ms wait even on a loaded server (docs/reliability.md#repair). On Citus 5,000 by default, the
--- backfill's window (batch_messages): each statement of a batch reaches every shard, so its time hardly
--- grows with its keys (a store of 500 took 110-130 ms there, of 2,000 136-140 ms; 500 a batch stored at a
--- fifth of the backfill's rate), and the store inserts its rows only after it has derived them all (Citus
--- repartitions them to their shards), so a larger batch holds them no longer but for their insert.
+-- own 200 ms wait even on a loaded server (docs/reliability.md#repair). On Citus 2,000 by default: each
+-- statement of a batch reaches every shard, so its time hardly grows with its keys (a store of 500 took
+-- 110-130 ms there, of 2,000 136-140 ms; 500 a batch stored at a fifth of the backfill's rate), and the
+-- store inserts its rows only after it has derived them all (Citus repartitions them to their shards), but
+-- that insert holds the first shard's rows while the others are inserted: beside 8 writers, batches of
+-- 5,000 made 3 captures give up their wait in one of four repairs.
 CREATE FUNCTION @extschema@.subagent_context_repair_keys()
 RETURNS integer LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
   RETURN @extschema@.subagent_context_setting('repair_keys',
-    CASE WHEN @extschema@.subagent_context_topology() = 'citus' THEN 5000 ELSE 500 END, 1, 50000);
+    CASE WHEN @extschema@.subagent_context_topology() = 'citus' THEN 2000 ELSE 500 END, 1, 50000);
 END
 $$;
 
