@@ -246,6 +246,9 @@ export async function inTransaction<T>(client: pg.ClientBase, body: () => Promis
   }
 }
 
+/** What every step of ours sets for its transaction (inStep, stepInOneTrip). */
+const STEP_SETTINGS = { client_connection_check_interval: '1s' };
+
 /**
  * Runs one bounded step of ours (a backfill batch, a reconciliation step, a repair batch) in a transaction of
  * its own, with `settings` and client_connection_check_interval, so that once this process is gone
@@ -254,7 +257,7 @@ export async function inTransaction<T>(client: pg.ClientBase, body: () => Promis
  * the step's function comes too late and checks nothing (docs/reliability.md#locks).
  */
 export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
-  return inTransaction(client, step, { settings: { client_connection_check_interval: '1s', ...settings } });
+  return inTransaction(client, step, { settings: { ...STEP_SETTINGS, ...settings } });
 }
 
 /**
@@ -269,7 +272,7 @@ export async function stepInOneTrip<R extends pg.QueryResultRow>(client: pg.Clie
   settings: Record<string, string> = {}): Promise<R[]> {
   const literal = (v: unknown) => v === null || v === undefined ? 'NULL' : client.escapeLiteral(String(v));
   const statement = text.replace(/\$(\d+)\b/g, (_, n: string) => literal(values[Number(n) - 1]));
-  const all = Object.entries({ client_connection_check_interval: '1s', ...settings });
+  const all = Object.entries({ ...STEP_SETTINGS, ...settings });
   const set = `SELECT ${all.map(([k, v]) => `set_config(${literal(k)}, ${literal(v)}, true)`).join(', ')}`;
   try {
     const results = await client.query(`BEGIN; ${set}; ${statement}; COMMIT`) as unknown as pg.QueryResult<R>[];
