@@ -3,8 +3,8 @@
 --
 -- Everything data/ours.sql names goes, whatever its signature: functions and procedures first, then the
 -- row type they use. Kept: that rule itself, and the capture trigger's function (under its name of any
--- release), because code/capture.sql replaces it in place and re-creates the trigger keeping its ENABLE
--- state (dropping them would drop that state). Data is never touched here.
+-- release), because code/capture.sql replaces it in place and code/trigger.sql re-creates the trigger
+-- keeping its ENABLE state (dropping them would drop that state). Data is never touched here.
 DO $drop_code$
 DECLARE
   drops text[];

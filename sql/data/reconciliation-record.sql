@@ -23,11 +23,6 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_reconciliation_keys (
   task_session_id   text NOT NULL,
   tool_call_id      text NOT NULL
 );
--- One entry per key and kind. The ids are agent-written text of any length (a btree entry holds ~2.7 kB),
--- so the key is unique by a digest of them.
-CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_reconciliation_keys_key
-  ON @extschema@.subagent_context_reconciliation_keys
-     (reconciliation_id, kind, md5(task_session_id || E'\x1f' || tool_call_id));
 
 -- Every (session, tool call) that a comparison found without its row: health, a reconciliation step or
 -- repair. A found miss stays here until its key has a row, whatever reconciliation completes meanwhile;
@@ -41,12 +36,29 @@ CREATE TABLE IF NOT EXISTS @extschema@.subagent_context_missing_keys (
   found_at           timestamp(6) NOT NULL,
   confirmed_at       timestamp(6) NOT NULL   -- the last time a comparison found it missing
 );
-CREATE UNIQUE INDEX IF NOT EXISTS subagent_context_missing_keys_key
-  ON @extschema@.subagent_context_missing_keys
-     (capture_since, md5(task_session_id || E'\x1f' || tool_call_id));
--- Repair walks them in this order.
-CREATE INDEX IF NOT EXISTS subagent_context_missing_keys_order
-  ON @extschema@.subagent_context_missing_keys (capture_since, message_created_at);
+-- Each index created when missing: CREATE INDEX IF NOT EXISTS would lock the table before it looks, and hold
+-- it (against health's and repair's records) while the code layer after it is created.
+DO $indexes$
+BEGIN
+  -- One entry per key and kind. The ids are agent-written text of any length (a btree entry holds ~2.7 kB),
+  -- so the key is unique by a digest of them.
+  IF pg_catalog.to_regclass('@extschema@.subagent_context_reconciliation_keys_key') IS NULL THEN
+    CREATE UNIQUE INDEX subagent_context_reconciliation_keys_key
+      ON @extschema@.subagent_context_reconciliation_keys
+         (reconciliation_id, kind, md5(task_session_id || E'\x1f' || tool_call_id));
+  END IF;
+  IF pg_catalog.to_regclass('@extschema@.subagent_context_missing_keys_key') IS NULL THEN
+    CREATE UNIQUE INDEX subagent_context_missing_keys_key
+      ON @extschema@.subagent_context_missing_keys
+         (capture_since, md5(task_session_id || E'\x1f' || tool_call_id));
+  END IF;
+  -- Repair walks them in this order.
+  IF pg_catalog.to_regclass('@extschema@.subagent_context_missing_keys_order') IS NULL THEN
+    CREATE INDEX subagent_context_missing_keys_order
+      ON @extschema@.subagent_context_missing_keys (capture_since, message_created_at);
+  END IF;
+END
+$indexes$;
 
 REVOKE ALL ON @extschema@.subagent_context_reconciliations FROM PUBLIC;
 REVOKE ALL ON @extschema@.subagent_context_reconciliation_keys FROM PUBLIC;

@@ -1,7 +1,8 @@
 -- The shape of task_session_subagents, whoever created it (data/table.sql, an earlier release, kandev >= 0.89):
 -- the columns and the unique key capture needs, the mark of who created it, the indexes and grants of this
 -- release. Data layer. A table of another shape stops the installation with an error naming every
--- difference; it aborts the transaction, so nothing is changed.
+-- difference; it aborts the transaction, so nothing is changed. After guards/lock-host.sql, which holds
+-- kandev's tables: widening a column takes the table whole, and an index locks it against capture's writes.
 DO $shape$
 DECLARE
   target regclass := '@extschema@.task_session_subagents'::regclass;
@@ -98,18 +99,29 @@ BEGIN
 END
 $shape$;
 
--- The unique key leads with task_session_id, so it serves lookups by session; these cover the rest.
-CREATE INDEX IF NOT EXISTS task_session_subagents_task_idx ON @extschema@.task_session_subagents (task_id);
-CREATE INDEX IF NOT EXISTS task_session_subagents_turn_idx ON @extschema@.task_session_subagents (turn_id);
--- Health and the reconciliation read the rows observed in a window of time.
-CREATE INDEX IF NOT EXISTS task_session_subagents_observed_idx
-  ON @extschema@.task_session_subagents (observed_at, task_session_id, tool_call_id);
--- The rows of a known execution (not 'unknown'): usually none. Health's collision count reads only these,
--- and a lookup of a (session, tool call) under any execution id is this index plus the unique key's
--- entry under 'unknown', never a walk over the session's rows.
-CREATE INDEX IF NOT EXISTS task_session_subagents_known_execution_idx
-  ON @extschema@.task_session_subagents (task_session_id, tool_call_id)
-  WHERE agent_execution_id <> 'unknown';
+-- The indexes, each created when missing: CREATE INDEX IF NOT EXISTS would lock the table (SHARE) before it
+-- looks, and kandev >= 0.89 writes its own rows here directly.
+DO $indexes$
+DECLARE
+  i record;
+BEGIN
+  FOR i IN SELECT v.name, v.definition
+             FROM (VALUES
+                    -- The unique key leads with task_session_id, so it serves lookups by session; these cover the rest.
+                    ('task_session_subagents_task_idx', '(task_id)'),
+                    ('task_session_subagents_turn_idx', '(turn_id)'),
+                    -- Health and the reconciliation read the rows observed in a window of time.
+                    ('task_session_subagents_observed_idx', '(observed_at, task_session_id, tool_call_id)'),
+                    -- The rows of a known execution (not 'unknown'): usually none. Health's collision count reads
+                    -- only these, and a lookup of a (session, tool call) under any execution id is this index plus
+                    -- the unique key's entry under 'unknown', never a walk over the session's rows.
+                    ('task_session_subagents_known_execution_idx',
+                     '(task_session_id, tool_call_id) WHERE agent_execution_id <> ''unknown''')) AS v(name, definition)
+            WHERE pg_catalog.to_regclass(pg_catalog.format('%s.%I', '@extschema@', v.name)) IS NULL LOOP
+    EXECUTE pg_catalog.format('CREATE INDEX %I ON @extschema@.task_session_subagents %s', i.name, i.definition);
+  END LOOP;
+END
+$indexes$;
 
 -- Only the capture function (its owner) writes here; writers of messages need no privilege on it.
 REVOKE ALL ON @extschema@.task_session_subagents FROM PUBLIC;

@@ -1,9 +1,13 @@
 -- task_session_subagents (public interface): one row per subagent invocation. Data layer: kept across
 -- releases. An existing table (an earlier release's, or kandev >= 0.89's own) is left to data/table-shape.sql,
 -- which checks and adopts it.
+-- Whether this transaction creates the table: its foreign key to kandev's task_sessions is added at the end
+-- (data/table-foreign-key.sql), once guards/lock-host.sql holds task_sessions within its bounded tries.
+SELECT pg_catalog.set_config('subagent_context.table_created',
+         (pg_catalog.to_regclass('@extschema@.task_session_subagents') IS NULL)::text, true);
 CREATE TABLE IF NOT EXISTS @extschema@.task_session_subagents (
   id                  text PRIMARY KEY,
-  task_session_id     text NOT NULL REFERENCES @extschema@.task_sessions (id) ON DELETE CASCADE,
+  task_session_id     text NOT NULL,             -- references task_sessions: data/table-foreign-key.sql
   task_id             text NOT NULL,
   turn_id             text,                      -- no foreign key: the record outlives its turn
   tool_call_id        text NOT NULL,

@@ -1,6 +1,7 @@
--- Early in every transaction of ours that changes kandev's tables (install, upgrade, uninstall): it takes
--- the locks the DDL after it needs, so that no statement after it queues kandev's writers
--- (docs/reliability.md#locks). Internal. Which locks: the transaction-local setting
+-- In every transaction of ours that changes kandev's tables (install, upgrade, uninstall), right before the
+-- first statement that needs them (sql/manifest.txt): it takes the locks the DDL after it needs, so that no
+-- statement after it queues kandev's writers, and kandev's writes wait only for what follows it (install and
+-- upgrade create their tables and functions before it) (docs/reliability.md#locks). Internal. Which locks: the transaction-local setting
 -- subagent_context.host_locks ('table:MODE,table:MODE', set by the loader); without it, install's.
 --
 -- A lock request waits in PostgreSQL's queue, and every writer that comes after it waits behind it; so

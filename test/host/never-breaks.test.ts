@@ -206,7 +206,7 @@ describe('capture never breaks the message write', () => {
 
     // Restore both (the failure log as the installation creates it, owned by the owner), and capture is back.
     await db.query(`ALTER TABLE ${S}.task_session_subagents_away RENAME TO task_session_subagents`);
-    await ownerClient.query(sqlFile('data/failures.sql', S));
+    for (const file of ['data/failures.sql', 'data/failures-columns.sql']) await ownerClient.query(sqlFile(file, S));
     warnings.length = 0;
     await writer.query(`UPDATE task_session_messages SET metadata = $2, updated_at = '2026-08-12 09:00:05' WHERE id = $1`,
       [id, subagentMetadata({ tool_call_id: call, status: 'completed', subagent: { subagent_type: 'y' } })]);

@@ -40,7 +40,7 @@ describe('the non-subagent fast path', () => {
     expect(spelled.filter(([, found, defined]) => found !== defined)).toEqual([]);
     // Where each must be: the WHEN clause, the function, both index files (definition and comment).
     const files = (want: string) => [...new Set(spelled.filter(([, found]) => found === want).map(([f]) => f))].sort();
-    expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['code/capture.sql']);
+    expect(files(MAY_QUALIFY('NEW.metadata'))).toEqual(['code/trigger.sql']);
     expect(files(MAY_QUALIFY('metadata'))).toEqual(['code/derive.sql', 'indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
     expect(files(HEALTH_INDEX.comment)).toEqual(['indexes/message-index-partitioned.sql', 'indexes/message-index.sql']);
     // No other spelling of the literal anywhere in sql/: every other path calls subagent_context_may_qualify().
