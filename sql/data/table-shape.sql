@@ -118,7 +118,8 @@ BEGIN
                     ('task_session_subagents_known_execution_idx',
                      '(task_session_id, tool_call_id) WHERE agent_execution_id <> ''unknown''')) AS v(name, definition)
             WHERE pg_catalog.to_regclass(pg_catalog.format('%s.%I', '@extschema@', v.name)) IS NULL LOOP
-    EXECUTE pg_catalog.format('CREATE INDEX %I ON @extschema@.task_session_subagents %s', i.name, i.definition);
+    -- The table as an argument, never inside the format string: a schema name may hold a %.
+    EXECUTE pg_catalog.format('CREATE INDEX %I ON %s %s', i.name, '@extschema@.task_session_subagents'::regclass, i.definition);
   END LOOP;
 END
 $indexes$;
