@@ -106,6 +106,30 @@ export function quoteIdent(name) {
 }
 
 /**
+ * A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled); any
+ * other type is refused.
+ * @param {unknown} value
+ */
+export function stringLiteral(value) {
+  if (typeof value !== 'string') throw new Error(`subagent-context: a value written into a statement must be a string, got ${typeof value}`);
+  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/**
+ * `text` with its parameters $1, $2, ... written in as literals: for a statement sent with others in one
+ * simple query, which takes no parameters. A value is a string or null (NULL); a parameter without one is
+ * refused.
+ * @param {string} text @param {unknown[]} values @returns {string}
+ */
+export function inlineValues(text, values) {
+  return text.replace(/\$(\d+)/g, (_, /** @type {string} */ n) => {
+    if (Number(n) > values.length) throw new Error(`subagent-context: no value given for $${n}`);
+    const value = values[Number(n) - 1];
+    return value === null ? 'NULL' : stringLiteral(value);
+  });
+}
+
+/**
  * A string as an SQL literal (only for values this package computes: versions, digests, lock modes).
  * @param {string} value
  */

@@ -1,7 +1,7 @@
 // Connections, and the errors an operator can act on.
 import pg from 'pg';
 import { SQL } from 'sql-template-strings';
-import { quoteIdent, sqlFile } from '#sql';
+import { inlineValues, quoteIdent, sqlFile, stringLiteral } from '#sql';
 import { redactUrl } from './secrets.js';
 import { UserError } from './errors.js';
 import { connectClient, tlsSentence } from './tls.js';
@@ -265,15 +265,14 @@ export async function inStep<T>(client: pg.ClientBase, step: () => Promise<T>, s
  * replay): its one statement (`text`, `values` as $1, $2, ...) is sent with BEGIN, the settings and COMMIT in
  * one simple query, so the server commits the moment the statement ends. Sent as separate round trips, the
  * COMMIT waited for this process to read the result and answer; on a loaded machine that wait alone can hold
- * a stored row past capture's 200 ms (docs/reliability.md#repair). The values go in as quoted literals
- * (pg's escapeLiteral), since a simple query takes no parameters. Returns the statement's rows.
+ * a stored row past capture's 200 ms (docs/reliability.md#repair). The values go in as literals
+ * (inlineValues), since a simple query takes no parameters. Returns the statement's rows.
  */
 export async function stepInOneTrip<R extends pg.QueryResultRow>(client: pg.ClientBase, text: string, values: unknown[] = [],
   settings: Record<string, string> = {}): Promise<R[]> {
-  const literal = (v: unknown) => v === null || v === undefined ? 'NULL' : client.escapeLiteral(String(v));
-  const statement = text.replace(/\$(\d+)\b/g, (_, n: string) => literal(values[Number(n) - 1]));
+  const statement = inlineValues(text, values);
   const all = Object.entries({ ...STEP_SETTINGS, ...settings });
-  const set = `SELECT ${all.map(([k, v]) => `set_config(${literal(k)}, ${literal(v)}, true)`).join(', ')}`;
+  const set = `SELECT ${all.map(([k, v]) => `set_config(${stringLiteral(k)}, ${stringLiteral(v)}, true)`).join(', ')}`;
   try {
     const results = await client.query(`BEGIN; ${set}; ${statement}; COMMIT`) as unknown as pg.QueryResult<R>[];
     return results[2].rows;

@@ -9,8 +9,8 @@
 // src/install.ts's migration loader passes; plain node-pg-migrate calls a step with `pgm` alone.
 import { PG_MIGRATE_LOCK_ID } from 'node-pg-migrate';
 import {
-  deactivateStatements, installedCode, installStatements, migrationGuard, PIN_SEARCH_PATH, quoteIdent, targetSchema,
-  uninstallStatements,
+  deactivateStatements, inlineValues, installedCode, installStatements, migrationGuard, PIN_SEARCH_PATH, quoteIdent,
+  targetSchema, uninstallStatements,
 } from '../../sql/loader.js';
 import { healthIndexStatements } from '../../sql/health-index.js';
 
@@ -93,7 +93,9 @@ const queue = (pgm, { guard, after }, statements) => {
  */
 const select = (pgm, run) => async (text, values = []) => {
   if (run) return pgm.db.select(text, values);
-  const read = text.replace(/;\s*$/, '').replace(/\$(\d+)/g, (_, /** @type {string} */ n) => stringLiteral(values[Number(n) - 1]));
+  const notStrings = values.filter((v) => typeof v !== 'string');
+  if (notStrings.length > 0) throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof notStrings[0]}`);
+  const read = inlineValues(text.replace(/;\s*$/, ''), values);
   // Four statements in one string: pg returns one result each.
   const results = /** @type {import('pg').QueryResult[]} */ (/** @type {unknown} */ (await pgm.db.query(`SELECT pg_catalog.set_config('subagent_context.search_path', pg_catalog.current_setting('search_path'), true);
 ${PIN_SEARCH_PATH};
@@ -101,15 +103,6 @@ ${read};
 SELECT pg_catalog.set_config('search_path', pg_catalog.current_setting('subagent_context.search_path'), true)`)));
   return /** @type {import('pg').QueryResult} */ (results[2]).rows;
 };
-
-/**
- * A string as an SQL literal, whatever standard_conforming_strings says (E'' with backslashes doubled).
- * @param {unknown} value
- */
-function stringLiteral(value) {
-  if (typeof value !== 'string') throw new Error(`subagent-context: a catalog read takes strings only, got ${typeof value}`);
-  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
-}
 
 /**
  * A statement that runs alone, outside a transaction block: a DO block gets the pin in front, in the same
