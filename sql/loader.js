@@ -129,14 +129,6 @@ export function inlineValues(text, values) {
   });
 }
 
-/**
- * A string as an SQL literal (only for values this package computes: versions, digests, lock modes).
- * @param {string} value
- */
-function literal(value) {
-  return `'${String(value).replaceAll("'", "''")}'`;
-}
-
 /** @param {string} file */
 function source(file) {
   return readFileSync(new URL(file, SQL_DIR), 'utf8');
@@ -183,7 +175,7 @@ function transaction(schema, section, { skip = () => false, extra = [] } = {}) {
  * @param {string} schema @param {{ code?: boolean }} [opts] @returns {string[]}
  */
 export function installStatements(schema, { code = true } = {}) {
-  const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${literal(PACKAGE_VERSION)}, ${literal(CODE_DIGEST)})`;
+  const record = `SELECT ${quoteIdent(schema)}.subagent_context_record_installation(${stringLiteral(PACKAGE_VERSION)}, ${stringLiteral(CODE_DIGEST)})`;
   // Last: an installation whose activation would refuse (code/meta-writable.sql) is not installed either.
   const meta = `SELECT ${quoteIdent(schema)}.subagent_context_assert_meta_writable()`;
   return transaction(schema, 'install', { skip: (f) => !code && f.startsWith('code/'), extra: code ? [record, meta] : [meta] });
@@ -200,7 +192,7 @@ export function installStatements(schema, { code = true } = {}) {
  */
 export function migrationGuard(schema, { lock, bookkeeping = null, expected = null, schema: expectedSchema = null, holdIndexBuilds = false }) {
   const given = JSON.stringify({ lock, bookkeeping, expected, schema: expectedSchema, hold_index_builds: holdIndexBuilds });
-  return `SELECT pg_catalog.set_config('subagent_context.migration_guard', ${literal(given)}, true),
+  return `SELECT pg_catalog.set_config('subagent_context.migration_guard', ${stringLiteral(given)}, true),
        pg_catalog.set_config('subagent_context.session_schema', coalesce(pg_catalog.current_schema(), ''), true);
 ${PIN_SEARCH_PATH};
 ${sqlFile('guards/migration-guard.sql', schema)}`;
