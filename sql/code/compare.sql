@@ -197,9 +197,10 @@ CREATE FUNCTION @extschema@.subagent_context_forget_missing(since timestamp, ses
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
+  -- Each key found through the unique index (= ANY of the digests, as repair's batch does): as a join, the
+  -- planner may hash the whole record.
   DELETE FROM @extschema@.subagent_context_missing_keys AS k
-   USING unnest(sessions, calls) AS u(s, c)
    WHERE k.capture_since = since
-     AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.s || E'\x1f' || u.c)  -- the unique index
-     AND k.task_session_id = u.s AND k.tool_call_id = u.c
+     AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = ANY (ARRAY(SELECT md5(u.s || E'\x1f' || u.c) FROM unnest(sessions, calls) AS u(s, c)))
+     AND k.task_session_id || E'\x1f' || k.tool_call_id = ANY (ARRAY(SELECT u.s || E'\x1f' || u.c FROM unnest(sessions, calls) AS u(s, c)))
 $$;

@@ -62,11 +62,15 @@ $$;
 -- in it, at the backfill's rate; otherwise each key's messages are looked up at the instant a comparison
 -- saw them. Keys whose row a transaction still holds are left for a later run (held). pending (first call
 -- only, NULL after it: counting on every call would read the record once per batch): the recorded keys
--- after this batch; the cursor of the next batch; more: there may be one.
+-- after this batch; the cursor of the next batch; more: there may be one; put_back: keys of this batch went
+-- back to the record, and the next call (`recheck`, its default) checks them first. A caller that passes
+-- the batch before's put_back as `recheck` skips that check when there is nothing to check: the check
+-- reads the record from the cursor up, past every key the run's earlier batches took out.
 CREATE FUNCTION @extschema@.subagent_context_repair(
   before_created_at timestamp DEFAULT NULL, before_key text DEFAULT NULL, compare_first boolean DEFAULT true,
+  recheck boolean DEFAULT true,
   OUT repaired bigint, OUT held bigint, OUT pending bigint, OUT next_created_at timestamp, OUT next_key text,
-  OUT more boolean)
+  OUT more boolean, OUT put_back boolean)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off  -- every read is bounded by an index, whatever the statistics say (code/health.sql)
@@ -95,7 +99,7 @@ BEGIN
     IF compare_first THEN
       PERFORM @extschema@.subagent_context_repair_compare();
     END IF;
-  ELSE
+  ELSIF recheck THEN
     -- The keys the batch before this one did not store are checked first (the `batch` recorded keys
     -- nearest above the cursor: that batch's still recorded, the keys it stored having left with their
     -- rows), before this batch stores anything: checking costs a lookup of every key (on Citus a statement
@@ -131,7 +135,7 @@ BEGIN
            LIMIT batch) AS k;
   more := keys.n = batch;
   IF keys.n = 0 THEN
-    repaired := 0; held := 0; pending := CASE WHEN before_created_at IS NULL THEN 0 END;
+    repaired := 0; held := 0; pending := CASE WHEN before_created_at IS NULL THEN 0 END; put_back := false;
     RETURN;
   END IF;
   -- Whether the span of the batch holds at most twice as many candidate messages as keys.
@@ -153,12 +157,13 @@ BEGIN
   -- key is looked up again (on Citus that lookup was a statement on every shard). Before, not after: from
   -- the store's first insert to the commit a capture of a row it stored waits for this transaction, so the
   -- store is the last statement when every key was stored, as usual (docs/reliability.md#repair).
+  -- Each key found through the unique index (= ANY of the digests): as a join, the planner may hash the
+  -- whole record for every batch, and a batch then costs what is left of the record.
   WITH gone AS (
     DELETE FROM @extschema@.subagent_context_missing_keys AS k
-     USING unnest(keys.keys) AS u(key)
      WHERE k.capture_since = since
-       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)  -- the unique index
-       AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key
+       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = ANY (ARRAY(SELECT md5(u.key) FROM unnest(keys.keys) AS u(key)))
+       AND k.task_session_id || E'\x1f' || k.tool_call_id = ANY (keys.keys)
     RETURNING k AS taken_row)
   SELECT array_agg(g.taken_row) INTO taken FROM gone AS g;
   IF dense THEN
@@ -178,13 +183,13 @@ BEGIN
   END IF;
   IF cardinality(extra) > 0 THEN
     DELETE FROM @extschema@.subagent_context_missing_keys AS k
-     USING unnest(extra) AS u(key)
      WHERE k.capture_since = since
-       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = md5(u.key)
-       AND k.task_session_id || E'\x1f' || k.tool_call_id = u.key;
+       AND md5(k.task_session_id || E'\x1f' || k.tool_call_id) = ANY (ARRAY(SELECT md5(u.key) FROM unnest(extra) AS u(key)))
+       AND k.task_session_id || E'\x1f' || k.tool_call_id = ANY (extra);
   END IF;
   repaired := got.stored;
   held := got.held;
+  put_back := cardinality(unstored) > 0;
   -- A key of the batch not stored (back in the record): one more call checks it, as the next batch's first
   -- step.
   IF cardinality(unstored) > 0 OR got.held > 0 THEN

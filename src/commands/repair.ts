@@ -183,19 +183,19 @@ async function repair(client: pg.Client, schema: string, done: Done, stream?: No
   done.seconds.compare += (performance.now() - t0) / 1000;
   t0 = performance.now();
   const shown = stream?.isTTY ? step('repair: storing the missing rows', { stream, quiet: true }) : undefined;
-  cursor = [null, null];
+  cursor = [null, null, 'true'];
   let total = 0;
   try {
     for (;;) {
       const [b] = await stepInOneTrip(client,
-        `SELECT repaired::float8 AS repaired, held::float8 AS held, pending::float8 AS pending, next_created_at::text, next_key, more
-           FROM ${s}.subagent_context_repair($1::timestamp, $2::text, false)`, cursor, ASYNC_COMMIT);
+        `SELECT repaired::float8 AS repaired, held::float8 AS held, pending::float8 AS pending, next_created_at::text, next_key, more, put_back
+           FROM ${s}.subagent_context_repair($1::timestamp, $2::text, false, $3::boolean)`, cursor, ASYNC_COMMIT);
       done.repaired += b.repaired;
       done.held += b.held;
       if (b.pending !== null) total = done.repaired + done.held + b.pending;  // counted by the first batch only
       shown?.update(done.repaired + done.held, total);
       if (!b.more) break;
-      cursor = [b.next_created_at, b.next_key];
+      cursor = [b.next_created_at, b.next_key, String(b.put_back)];  // the next batch checks first what this one put back
     }
     shown?.clear();
     done.seconds.store = (performance.now() - t0) / 1000;

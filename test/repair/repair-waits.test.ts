@@ -101,6 +101,41 @@ describe('a repair that meets a row kandev still holds', async () => {
   });
 });
 
+describe('a batch that puts a held key back says so, and the next batch checks it first', async () => {
+  await db.createHost('putback');
+  await db.up('putback');
+  const t = await createTurn(db.pool, 'putback', 'putback');
+  await writeUncaptured(db, 'putback', { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
+  await writeUncaptured(db, 'putback', { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
+  expect(await health('putback')).toMatchObject({ shortfall: 2 });
+  const recorded = async () => (await q(`SELECT tool_call_id FROM putback.subagent_context_missing_keys ORDER BY 1`)).map((r) => r.tool_call_id);
+
+  it('put_back is true only then; recheck => false skips the check, the default finds the key stored since', async () => {
+    // kandev's open transaction writes B's next frame: its capture inserted B's row, not committed yet.
+    const idle: pg.Client = await db.connect();
+    await idle.query('BEGIN');
+    await updateMessage(idle, 'putback', 'b', usage('toolu_b', 77), '2099-01-01 00:00:03');
+    let cursor: unknown[];
+    try {
+      const [first] = await q(`SELECT repaired::int, held::int, more, put_back, next_created_at::text, next_key FROM putback.subagent_context_repair()`);
+      expect(first).toMatchObject({ repaired: 1, held: 1, more: true, put_back: true });
+      expect(await recorded()).toEqual(['toolu_b']);
+      cursor = [first.next_created_at, first.next_key];
+      // A caller that knows nothing was put back skips the check: B stays recorded, and nothing is left below the cursor.
+      expect(await q(`SELECT repaired::int, held::int, more, put_back FROM putback.subagent_context_repair($1, $2, true, false)`, cursor))
+        .toEqual([{ repaired: 0, held: 0, more: false, put_back: false }]);
+      expect(await recorded()).toEqual(['toolu_b']);
+    } finally {
+      await idle.query('COMMIT');
+    }
+    // B's row is committed now: the check (the default) finds it stored and drops the key.
+    expect(await q(`SELECT repaired::int, more, put_back FROM putback.subagent_context_repair($1, $2)`, cursor))
+      .toEqual([{ repaired: 0, more: false, put_back: false }]);
+    expect(await recorded()).toEqual([]);
+    expect(await health('putback')).toMatchObject({ shortfall: 0, failures: 0, status: 'healthy' });
+  });
+});
+
 describe('a capture that failed is replayed by the next repair', async () => {
   await db.createHost('replay');
   await db.up('replay');

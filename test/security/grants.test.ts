@@ -130,7 +130,7 @@ describe('who may call what, role by role', () => {
     expect(functions.length).toBeGreaterThan(40);
     // The ones the issue named are among those enumerated.
     for (const f of ['subagent_context_missing()', 'subagent_context_discrepancies()', 'subagent_context_reconcile(timestamp without time zone)',
-      'subagent_context_repair(timestamp without time zone,text,boolean)', 'subagent_context_replay_failures(timestamp without time zone,bigint)',
+      'subagent_context_repair(timestamp without time zone,text,boolean,boolean)', 'subagent_context_replay_failures(timestamp without time zone,bigint)',
       'subagent_context_backfill()', 'subagent_context_backfill_step()']) {
       expect(functions.map((x) => x.signature)).toContain(f);
     }
