@@ -42,7 +42,7 @@ describe.skipIf(!db)('repair on Citus beside 8 writers of the frames it repairs'
     expect(again.code, again.stderr).toBe(0);
     expect(out.replayed + JSON.parse(again.stdout).replayed).toBe(WORKLOAD.failed);
     expect(await left(), r.stdout).toEqual({ missing: 0, stale: 0, failedDuringRepair: [], unreplayed: 0 });
-    console.log(`repair on Citus beside 8 writers: ${JSON.stringify(out)}; ${wrote.frames} frames written meanwhile`);
+    console.log(`repair on Citus beside 8 writers: ${JSON.stringify(out)}; ${wrote.frames} frames written meanwhile, the longest in ${wrote.longestMs} ms`);
   }, 1_800_000);
 
   it('stores the gap beside the writers: rows stored, no capture fails, every write commits, nothing missing or stale', async () => {
@@ -50,6 +50,6 @@ describe.skipIf(!db)('repair on Citus beside 8 writers of the frames it repairs'
     // The repair stored rows while the writers ran: this is the store beside live frames, not after them.
     expect(out.repaired).toBeGreaterThan(0);
     expect(await left(), r.stdout).toEqual({ missing: 0, stale: 0, failedDuringRepair: [], unreplayed: 0 });
-    console.log(`repair's store on Citus beside 8 writers: ${JSON.stringify(out)}; ${wrote.frames} frames written meanwhile`);
+    console.log(`repair's store on Citus beside 8 writers: ${JSON.stringify(out)}; ${wrote.frames} frames written meanwhile, the longest in ${wrote.longestMs} ms`);
   }, 1_800_000);
 });

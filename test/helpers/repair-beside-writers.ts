@@ -47,8 +47,8 @@ function withUsage(doc: string, tokens: string) {
 }
 
 export interface Writers {
-  /** Stops the writers and says what they did: frames written, and every error a write met. */
-  stop(): Promise<{ frames: number; errors: string[] }>;
+  /** Stops the writers and says what they did: frames written, every error a write met, and the longest write (ms). */
+  stop(): Promise<{ frames: number; errors: string[]; longestMs: number }>;
 }
 
 /** `clients` write new frames of the workload's calls, one committed UPDATE each, until stopped. */
@@ -56,6 +56,7 @@ export function startWriters(clients: pg.Client[], schema: string, w: Workload):
   const s = quoteIdent(schema);
   let done = false;
   let frames = 0;
+  let longestMs = 0;
   const errors: string[] = [];
   const calls = w.gap + w.failed;
   const write = async (c: pg.Client, n: number) => {
@@ -63,19 +64,21 @@ export function startWriters(clients: pg.Client[], schema: string, w: Workload):
     for (let k = 0; !done; k++) {
       // Spread over the whole workload, gap and failed calls alike, from each writer's own starting point.
       const i = (n * 7919 + k * 104_729) % calls;
+      const t0 = performance.now();
       try {
         await c.query(
           `UPDATE ${s}.task_session_messages SET metadata = ${withUsage('metadata', '$3::bigint')}, updated_at = $4::timestamp
             WHERE task_session_id = $1 AND id = $2`,
           [`${w.prefix}-ses-${i % w.sessions}`, `${w.prefix}-m${i}`, OURS + 1 + n * 1_000_000 + k, new Date().toISOString().replace('Z', '')]);
         frames += 1;
+        longestMs = Math.max(longestMs, performance.now() - t0);
       } catch (err) {
         errors.push((err as Error).message);
       }
     }
   };
   const running = clients.map((c, n) => write(c, n));
-  return { stop: async () => { done = true; await Promise.all(running); return { frames, errors }; } };
+  return { stop: async () => { done = true; await Promise.all(running); return { frames, errors, longestMs: Math.round(longestMs) }; } };
 }
 
 /**

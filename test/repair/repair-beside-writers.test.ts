@@ -30,6 +30,6 @@ describe('repair beside 8 writers of the frames it repairs', () => {
     expect(wrote.errors).toEqual([]);
     expect(wrote.frames).toBeGreaterThan(0);
     expect(await afterRepair(c, 'public', WORKLOAD, since), r.stdout).toEqual({ missing: 0, stale: 0, failedDuringRepair: [], unreplayed: 0 });
-    console.log(`repair beside 8 writers: ${seconds.toFixed(1)} s, ${JSON.stringify(JSON.parse(r.stdout))}; ${wrote.frames} frames written meanwhile`);
+    console.log(`repair beside 8 writers: ${seconds.toFixed(1)} s, ${JSON.stringify(JSON.parse(r.stdout))}; ${wrote.frames} frames written meanwhile, the longest in ${wrote.longestMs} ms`);
   }, 600_000 + WORKLOAD.gap * 2);
 });
