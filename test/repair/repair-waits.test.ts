@@ -54,15 +54,21 @@ async function cliBackend(like: string, ms = 30_000) {
   return undefined;
 }
 
+/**
+ * An installation in `schema` with two subagents without rows: B's message is older, A's newer (repair walks
+ * newest first, and A's key sorts first: A is stored before repair meets B either way).
+ */
+async function twoMissing(schema: string) {
+  await db.createHost(schema);
+  await db.up(schema);
+  const t = await createTurn(db.pool, schema, schema);
+  await writeUncaptured(db, schema, { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
+  await writeUncaptured(db, schema, { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
+  expect(await health(schema)).toMatchObject({ shortfall: 2, failures: 0 });
+}
+
 describe('a repair that meets a row kandev still holds', async () => {
-  await db.createHost('held');
-  await db.up('held');
-  const t = await createTurn(db.pool, 'held', 'held');
-  // Two subagents without rows: B's message is older, A's newer (repair walks newest first, and A's key
-  // sorts first: A is stored before repair meets B either way).
-  await writeUncaptured(db, 'held', { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
-  await writeUncaptured(db, 'held', { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
-  expect(await health('held')).toMatchObject({ shortfall: 2, failures: 0 });
+  await twoMissing('held');
 
   it('stores what it can, leaves the held key, and never makes kandev\'s next frame fail', async () => {
     // kandev opens a transaction, writes B's next frame (its capture inserts B's row, uncommitted) and stays idle.
@@ -102,12 +108,7 @@ describe('a repair that meets a row kandev still holds', async () => {
 });
 
 describe('a batch that puts a held key back says so, and the next batch checks it first', async () => {
-  await db.createHost('putback');
-  await db.up('putback');
-  const t = await createTurn(db.pool, 'putback', 'putback');
-  await writeUncaptured(db, 'putback', { id: 'b', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:01', metadata: pending('toolu_b') });
-  await writeUncaptured(db, 'putback', { id: 'a', session: t.session, task: t.task, turn: t.turn, created_at: '2099-01-01 00:00:02', metadata: pending('toolu_a') });
-  expect(await health('putback')).toMatchObject({ shortfall: 2 });
+  await twoMissing('putback');
   const recorded = async () => (await q(`SELECT tool_call_id FROM putback.subagent_context_missing_keys ORDER BY 1`)).map((r) => r.tool_call_id);
 
   it('put_back is true only then; recheck => false skips the check, the default finds the key stored since', async () => {
